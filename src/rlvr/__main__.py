@@ -1,0 +1,5 @@
+import sys
+
+from rlvr.cli import main
+
+sys.exit(main())

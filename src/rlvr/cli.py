@@ -1,0 +1,51 @@
+"""The ``rlvr`` command line: a thin layer over the library.
+
+Each subcommand lives in a module of :mod:`rlvr.commands` with a
+``register(subparsers)`` function; this file only finds them, parses, and turns
+user errors into one clear line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from rlvr import __version__
+from rlvr.errors import RlvrError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlvr",
+        description="Reinforcement learning with verifiable rewards: GRPO training, evaluation and reward tools.",
+    )
+    parser.add_argument("--version", action="version", version=f"rlvr {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    import rlvr.commands as commands
+
+    for module in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"rlvr.commands.{module.name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(args.func(args) or 0)
+    except RlvrError as error:
+        print(f"rlvr: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("rlvr: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The reward-function contract and the registry recipes name rewards from.
+
+A reward function follows TRL's contract: ``reward(completions, **columns) ->
+list[float]``. ``completions`` holds plain strings or chat message lists;
+dataset columns (``final_answer``, ``test_list``, ...) arrive by name, one value
+per completion. Reward functions are pure and never raise on model output: a
+completion they cannot read scores 0.
+
+Recipes name rewards through :data:`REWARDS`, whose entries are *factories*:
+``REWARDS.get("format")(weight=0.5)`` returns the reward function. Factories
+take keyword parameters from the recipe, so weights and options are data.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rlvr.errors import RlvrError
+from rlvr.registry import Registry
+
+RewardFunc = Callable[..., list[float]]
+RewardFactory = Callable[..., RewardFunc]
+
+REWARDS: Registry[RewardFactory] = Registry("reward")
+
+
+def completion_text(completion: Any) -> str:
+    """The text a model produced: a plain string, or the last assistant message of a chat.
+
+    Anything unreadable becomes the empty string, so rewards never raise on output.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return _content_text(completion.get("content"))
+    if isinstance(completion, Sequence):
+        messages = [m for m in completion if isinstance(m, dict)]
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        chosen = assistant or messages
+        return _content_text(chosen[-1].get("content")) if chosen else ""
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal style: [{"type": "text", "text": ...}, ...]
+        parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def column(values: Any, count: int) -> list[Any]:
+    """A dataset column as a list of ``count`` values (a scalar is repeated)."""
+    if isinstance(values, (list, tuple)):
+        values = list(values)
+        return values + [None] * (count - len(values)) if len(values) < count else values[:count]
+    return [values] * count
+
+
+def named(name: str, func: RewardFunc) -> RewardFunc:
+    """Give a closure the name TRL logs it under (``rewards/<name>/mean``)."""
+    func.__name__ = name
+    func.__qualname__ = name
+    return func
+
+
+def build_reward(name: str, params: dict[str, Any] | None = None) -> RewardFunc:
+    """Build the reward called ``name`` with recipe parameters, checking them."""
+    factory = REWARDS.get(name)
+    params = dict(params or {})
+    accepted = inspect.signature(factory).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+    unknown = [key for key in params if key not in accepted and not takes_any]
+    if unknown:
+        valid = ", ".join(k for k in accepted) or "none"
+        raise RlvrError(f"reward '{name}' has no parameter '{unknown[0]}'; its parameters: {valid}.")
+    return factory(**params)

@@ -1,0 +1,47 @@
+"""Rewards for answers written as ``#### The final answer is N`` (GSM8K and arithmetic tasks).
+
+Defaults reproduce the published recipe's scale: format 0.5 + correctness 1.0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, named
+from rlvr.verifiers.math import TOLERANCE, is_correct, parse_gold, read_answer
+
+
+def format_score(text: str) -> bool:
+    """An answer line ``#### The final answer is <one number>`` with reasoning before it."""
+    answer = read_answer(text)
+    return bool(answer and answer.has_phrase and answer.value is not None and answer.has_reasoning_before)
+
+
+def correctness_score(text: str, gold: Any, tolerance: float = TOLERANCE) -> bool:
+    """The first answer line's one number equals the ground truth within ``tolerance``."""
+    answer = read_answer(text)
+    return bool(answer and is_correct(answer.value, parse_gold(gold), tolerance))
+
+
+@REWARDS.register("format")
+def format_reward(weight: float = 0.5) -> RewardFunc:
+    """``weight`` when the completion has a well-formed answer line after some reasoning, else 0."""
+
+    def format(completions: list[Any], **_: Any) -> list[float]:
+        return [weight if format_score(completion_text(c)) else 0.0 for c in completions]
+
+    return named("format", format)
+
+
+@REWARDS.register("correctness")
+def correctness_reward(weight: float = 1.0, tolerance: float = TOLERANCE, answer_column: str = "final_answer") -> RewardFunc:
+    """``weight`` when the answer is within ``tolerance`` of the ``answer_column`` value, else 0."""
+
+    def correctness(completions: list[Any], **columns: Any) -> list[float]:
+        golds = column(columns.get(answer_column), len(completions))
+        return [
+            weight if correctness_score(completion_text(c), gold, tolerance) else 0.0
+            for c, gold in zip(completions, golds)
+        ]
+
+    return named("correctness", correctness)

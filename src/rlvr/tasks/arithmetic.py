@@ -1,0 +1,93 @@
+"""Offline arithmetic problems from reasoning-gym, in the GSM8K answer format.
+
+This is the embedded default's task: it needs no download, and with one-digit
+operands a 135M model starts with a success rate GRPO can work with (neither 0
+nor 1). Problems are generated from a seed per split, so train, validation and
+test never share a generator stream. Exemplars come from a fourth stream.
+
+reasoning-gym's own ``score_answer`` is not used: it gives partial credit when
+the gold string is a substring of the answer. The shared math rewards judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlvr.errors import RlvrError
+from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.tasks.prompts import STOP_PATTERNS, Exemplar, check_shots, choose_exemplars, render_chat, render_prompt
+
+_SPLIT_OFFSETS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}
+_EXEMPLAR_OFFSET = 3_000_017
+
+
+@TASKS.register("arithmetic")
+@dataclass
+class ArithmeticTask(Task):
+    """Generated arithmetic (reasoning-gym) with a k-shot prompt in the GSM8K format."""
+
+    #: reasoning-gym dataset name, e.g. basic_arithmetic, chain_sum, products.
+    generator: str = "basic_arithmetic"
+    #: Options passed to the generator (difficulty): see reasoning-gym's config for it.
+    generator_config: dict[str, Any] = field(
+        default_factory=lambda: {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}
+    )
+    #: Rows per split.
+    train_size: int = 2000
+    validation_size: int = 100
+    test_size: int = 200
+    #: Exemplars before each question (0-8), generated from their own stream.
+    shots: int = 4
+    seed: int = 42
+    chat: bool = False
+    limit: int | None = None
+
+    name = "arithmetic"
+    default_rewards = [{"name": "format", "weight": 0.5}, {"name": "correctness", "weight": 1.0}]
+    stop_patterns = STOP_PATTERNS
+
+    def __post_init__(self) -> None:
+        check_shots(self.shots)
+        for name in ("train_size", "validation_size", "test_size"):
+            if getattr(self, name) < 1:
+                raise RlvrError(f"arithmetic {name} must be a positive integer.")
+
+    def load(self, split: str) -> Any:
+        from datasets import Dataset
+
+        check_split(split)
+        size = getattr(self, f"{split}_size")
+        if self.limit is not None:
+            size = min(size, self.limit)
+        items = self._generate(size, self.seed + _SPLIT_OFFSETS[split])
+        pool = self.exemplar_pool()
+        records = []
+        for index, item in enumerate(items):
+            shots = choose_exemplars(pool, self.shots, self.seed, index)
+            question = item["question"]
+            prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots)
+            records.append(
+                {"id": f"{self.generator}-{split}-{index}", "prompt": prompt, "question": question, "final_answer": str(item["answer"])}
+            )
+        return Dataset.from_list(records)
+
+    def exemplar_pool(self) -> list[Exemplar]:
+        items = self._generate(8, self.seed + _EXEMPLAR_OFFSET)
+        return [Exemplar(item["question"], _reasoning(item), str(item["answer"])) for item in items]
+
+    def _generate(self, size: int, seed: int) -> list[dict[str, Any]]:
+        try:
+            import reasoning_gym
+        except ImportError:
+            raise RlvrError("the arithmetic task needs reasoning-gym: pip install reasoning-gym") from None
+        try:
+            dataset = reasoning_gym.create_dataset(self.generator, size=size, seed=seed, **self.generator_config)
+            return [dict(item) for item in dataset]
+        except (ValueError, TypeError, AssertionError, KeyError) as error:
+            raise RlvrError(f"reasoning-gym generator '{self.generator}' rejected its options: {error}") from None
+
+
+def _reasoning(item: dict[str, Any]) -> str:
+    expression = str(item.get("metadata", {}).get("expression", "")).strip().rstrip("=").strip()
+    return f"{expression} = {item['answer']}." if expression else f"The result is {item['answer']}."

@@ -1,0 +1,76 @@
+"""The few-shot answer format shared by the math tasks.
+
+Each exemplar renders as::
+
+    Question: {question}
+    Solution: Let's think step by step. {reasoning}
+    #### The final answer is {answer}
+
+followed by a blank line; the target ends with ``Solution: Let's think step by
+step. `` so the model continues with reasoning and an answer line.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rlvr.errors import RlvrError
+
+MAX_SHOTS = 8
+COT_LEAD = "Let's think step by step."
+#: Generation of a row stops once its first answer line is complete, or when it starts a new question.
+STOP_PATTERNS = [r"^[ \t]*####[^\n]*\n", r"\nQuestion:"]
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    question: str
+    reasoning: str
+    answer: str
+
+
+def render_exemplar(example: Exemplar) -> str:
+    return (
+        f"Question: {example.question}\n"
+        f"Solution: {COT_LEAD} {example.reasoning}\n"
+        f"#### The final answer is {example.answer}\n\n"
+    )
+
+
+def render_target(question: str) -> str:
+    return f"Question: {question}\nSolution: {COT_LEAD} "
+
+
+def render_prompt(question: str, exemplars: list[Exemplar]) -> str:
+    """The plain-text k-shot prompt for ``question``."""
+    return "".join(render_exemplar(e) for e in exemplars) + render_target(question)
+
+
+def render_chat(question: str, exemplars: list[Exemplar]) -> list[dict[str, str]]:
+    """The same prompt as chat turns, for instruct models with a chat template."""
+    messages: list[dict[str, str]] = []
+    for example in exemplars:
+        messages.append({"role": "user", "content": f"Question: {example.question}"})
+        messages.append(
+            {"role": "assistant", "content": f"{COT_LEAD} {example.reasoning}\n#### The final answer is {example.answer}"}
+        )
+    instruction = "Solve the problem step by step, then end with a line '#### The final answer is N'."
+    messages.append({"role": "user", "content": f"{instruction}\nQuestion: {question}"})
+    return messages
+
+
+def check_shots(shots: int) -> int:
+    if not isinstance(shots, int) or isinstance(shots, bool) or not 0 <= shots <= MAX_SHOTS:
+        raise RlvrError(f"shots must be an integer from 0 to {MAX_SHOTS}, got {shots!r}.")
+    return shots
+
+
+def choose_exemplars(pool: list[Exemplar], shots: int, seed: int, index: int) -> list[Exemplar]:
+    """``shots`` exemplars for row ``index``: reproducible from ``seed``, in pool order."""
+    check_shots(shots)
+    if shots >= len(pool):
+        return list(pool)
+    rng = random.Random(f"{seed}:{index}")
+    chosen = sorted(rng.sample(range(len(pool)), shots))
+    return [pool[i] for i in chosen]

@@ -1,0 +1,1 @@
+"""Verifiers parse model output and judge it; rewards turn verdicts into numbers."""

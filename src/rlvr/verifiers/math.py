@@ -1,0 +1,159 @@
+"""The GSM8K-style answer line: find it, parse its one number, compare.
+
+The rules (the same for training rewards, evaluation and the CLI):
+
+* The answer line is the **first** line that starts with ``####`` (after
+  optional spaces). Everything after it is ignored, so a model cannot hedge by
+  writing several answer lines.
+* After ``####`` and an optional ``The final answer is`` the line must hold
+  exactly one number: optional sign, optional currency (``$ € £``), digits with
+  optional thousands separators (a comma followed by exactly three digits), an
+  optional decimal part, or a simple fraction ``a/b``; then optionally ``%``,
+  unit words and a trailing period. Anything else (``5 or 6``, ``3 + 2 = 5``,
+  ``x = 5``) has no single answer and parses to ``None``.
+* Ground truth is parsed with the same number grammar (``1,000`` is 1000).
+
+Every function is linear in the input size: the scan for the answer line is a
+plain line walk, and the regexes have no nested quantifiers, so a 1 MB
+completion costs milliseconds, never catastrophic backtracking.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+TOLERANCE = 1e-3
+ANSWER_MARK = "####"
+ANSWER_PHRASE = "The final answer is"
+
+# One number: [sign][currency][sign] then a fraction, a separated integer, or plain digits,
+# each with an optional decimal part (fractions excepted). No nested quantifiers.
+_NUMBER = re.compile(
+    r"(?<![\w.,/])"
+    r"(?P<sign>[+-]?)\s?(?P<cur>[$€£]?)\s?(?P<sign2>[+-]?)"
+    r"(?:(?P<num>\d+)/(?P<den>\d+)"
+    r"|(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?"
+    r"|(?P<bare_dec>\.\d+))"
+)
+_PHRASE = re.compile(r"\s*the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
+# What may surround the number: words (units, a short lead-in), %, currency, colon; a final
+# period is stripped first. A single character class, so matching cannot backtrack.
+_ALLOWED_AROUND = re.compile(r"[A-Za-z\u00C0-\u024F'’\-%$€£:\s]*")
+_ANSWER_LINE = re.compile(r"^[ \t]*####", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class AnswerLine:
+    """The first ``####`` line of a completion and what it says."""
+
+    text: str  # the whole line, stripped
+    value: float | None  # the one number on it, or None when there is not exactly one
+    has_phrase: bool  # written as '#### The final answer is N'
+    has_reasoning_before: bool  # a non-empty line precedes it
+
+
+def find_answer_line(text: str) -> tuple[str, str] | None:
+    """Split ``text`` at its first ``####`` line: (text before it, the line). None if absent."""
+    match = _ANSWER_LINE.search(text)
+    if match is None:
+        return None
+    end = text.find("\n", match.start())
+    line = text[match.start() : end if end != -1 else len(text)]
+    return text[: match.start()], line.strip()
+
+
+def parse_number(text: str) -> float | None:
+    """The value of ``text`` when it holds exactly one number and nothing but units around it."""
+    if not isinstance(text, str):
+        return None
+    matches = []
+    for match in _NUMBER.finditer(text):
+        matches.append(match)
+        if len(matches) > 1:
+            return None
+    if not matches:
+        return None
+    match = matches[0]
+    around = (text[: match.start()] + " " + text[match.end() :]).rstrip()
+    around = around[:-1] if around.endswith(".") else around
+    if _ALLOWED_AROUND.fullmatch(around) is None:
+        return None
+    return _value(match)
+
+
+def _value(match: re.Match[str]) -> float | None:
+    signs = (match["sign"] or "") + (match["sign2"] or "")
+    if len(signs) > 1:
+        return None
+    negative = signs == "-"
+    try:
+        if match["num"] is not None:
+            denominator = float(match["den"])
+            if denominator == 0:
+                return None
+            value = float(match["num"]) / denominator
+        elif match["bare_dec"] is not None:
+            value = float(match["bare_dec"])
+        else:
+            value = float(match["int"].replace(",", "") + (match["dec"] or ""))
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    return -value if negative else value
+
+
+def parse_answer_line(line: str) -> tuple[float | None, bool]:
+    """(value, has_phrase) for a line starting with ``####``."""
+    rest = line.strip()[len(ANSWER_MARK) :]
+    phrase = _PHRASE.match(rest)
+    if phrase:
+        rest = rest[phrase.end() :]
+    return parse_number(rest), phrase is not None
+
+
+def read_answer(completion_text: str) -> AnswerLine | None:
+    """The answer line of a completion, parsed; None when it has no ``####`` line."""
+    if not isinstance(completion_text, str):
+        return None
+    found = find_answer_line(completion_text)
+    if found is None:
+        return None
+    before, line = found
+    value, has_phrase = parse_answer_line(line)
+    return AnswerLine(
+        text=line,
+        value=value,
+        has_phrase=has_phrase,
+        has_reasoning_before=bool(before.strip()),
+    )
+
+
+def parse_gold(gold: object) -> float | None:
+    """Ground truth as a number: ``18``, ``"1,000"``, ``"#### 18"`` or a full GSM8K solution."""
+    if isinstance(gold, bool):
+        return None
+    if isinstance(gold, (int, float)):
+        return float(gold) if math.isfinite(gold) else None
+    if not isinstance(gold, str):
+        return None
+    found = find_answer_line(gold)
+    if found is not None:
+        return parse_answer_line(found[1])[0]
+    return parse_number(gold.strip())
+
+
+def is_correct(value: float | None, gold: float | None, tolerance: float = TOLERANCE) -> bool:
+    """Whether an extracted answer equals the ground truth within ``tolerance`` (absolute)."""
+    if value is None or gold is None:
+        return False
+    return abs(value - gold) <= tolerance
+
+
+def format_answer(value: float) -> str:
+    """Render a number the way the exemplars do: integers without a decimal point."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6g}"
