@@ -1,0 +1,319 @@
+"""The sandbox worker: a small pre-warmed process that forks one isolated run per request.
+
+Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE``
+with a scrubbed environment; it never runs untrusted code itself. Per request
+(read from stdin) it forks a *runner* that:
+
+1. creates a fresh temporary working directory owned by the program's user;
+2. enters a new PID namespace (when allowed), so that killing its first process
+   kills every process the program started, fork bombs and ``setsid`` escapees included;
+3. forks the *supervisor* (PID 1 there), which forks the program process and
+   becomes the test runner (see ``harness``);
+4. collects verdicts until the wall-clock deadline, kills the namespace, removes
+   the directory and writes one result message to stdout.
+
+The worker itself entered a network namespace with no interface up when it
+started (when allowed); every run inherits it, so no packet leaves. Where the
+kernel refuses namespaces, sockets are blocked in the program process by an
+audit hook and processes are killed by process group and by user id.
+
+Tests travel from the parent straight into the test runner through a pipe the
+worker only splices, so they are never in the memory the program process is
+forked from.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import wire  # noqa: E402
+
+sys.path.pop(0)
+
+# Imported once here so each forked program finds them ready.
+PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string", "random",
+           "typing", "operator", "copy", "fractions", "decimal", "datetime", "statistics", "hashlib", "json")
+for _name in PRELOAD:
+    __import__(_name)
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def unshare(flags: int) -> bool:
+    return _libc.unshare(flags) == 0
+
+
+def prctl(option: int, value: int) -> None:
+    _libc.prctl(option, value, 0, 0, 0)
+
+
+class Isolation:
+    """What this kernel and user allow; reported to the parent once."""
+
+    def __init__(self, slot: int, uid_base: int):
+        self.root = os.geteuid() == 0
+        self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
+        self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
+        self.netns = unshare(CLONE_NEWNET)
+        self.pidns = self._probe_pidns()
+
+    @staticmethod
+    def _probe_pidns() -> bool:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if unshare(CLONE_NEWPID) else 1)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    def describe(self) -> dict:
+        return {
+            "network": "network namespace (no interfaces)" if self.netns else "sockets blocked by audit hook",
+            "processes": "PID namespace" if self.pidns else "process group and user kill",
+            "users": "separate unprivileged users" if self.root else "caller's user (not root)",
+        }
+
+
+def main() -> None:
+    slot, uid_base = int(sys.argv[1]), int(sys.argv[2])
+    isolation = Isolation(slot, uid_base)
+    wire.send(1, {"hello": isolation.describe()})
+    while True:
+        request = wire.receive(0)
+        if request is None:
+            return
+        tests_read, tests_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(tests_write)
+            try:
+                result = run_one(request, tests_read, isolation)
+            except BaseException as error:  # report, never hang the parent
+                result = {"status": "killed", "detail": f"sandbox error: {error}"[:300], "events": []}
+            wire.send(1, result)
+            os._exit(0)
+        os.close(tests_read)
+        _splice_tests(int(request["tests_size"]), tests_write)
+        os.close(tests_write)
+        os.waitpid(pid, 0)
+
+
+def _splice_tests(size: int, out_fd: int) -> None:
+    """Move the tests from stdin to the test runner's pipe without reading them into this process."""
+    left = size
+    while left:
+        try:
+            moved = os.splice(0, out_fd, left)
+        except BrokenPipeError:  # the run ended before reading its tests: drain and move on
+            moved = len(os.read(0, min(left, 1 << 20)))
+        if moved == 0:
+            return
+        left -= moved
+
+
+def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
+    limits = request["limits"]
+    workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-")
+    try:
+        os.chown(workdir, isolation.program_uid, isolation.program_uid)
+        os.chmod(workdir, 0o700)
+        verdict_read, verdict_write = os.pipe()
+        in_namespace = isolation.pidns and unshare(CLONE_NEWPID)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(verdict_read)
+            _supervise(request, tests_fd, verdict_write, workdir, isolation, in_namespace)
+            os._exit(0)
+        os.close(verdict_write)
+        os.close(tests_fd)
+        events, timed_out = _collect(verdict_read, start + float(limits["timeout"]))
+        _kill_all(pid, isolation, in_namespace)
+        os.close(verdict_read)
+        return {"events": events, "timed_out": timed_out, "seconds": time.monotonic() - start}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _collect(fd: int, deadline: float) -> tuple[list, bool]:
+    events, buffer = [], b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return events, True
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return events, True
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return events, False
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass
+            if events and events[-1].get("e") == "done":
+                return events, False
+
+
+def _kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:
+    """Kill the supervisor; in a PID namespace the kernel then kills everything inside and waits."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if not in_namespace:
+        for group in (pid,):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if isolation.root:
+            _kill_user(isolation.program_uid)
+            _kill_user(isolation.tester_uid)
+    os.waitpid(pid, 0)
+
+
+def _kill_user(uid: int) -> None:
+    """Kill every process of ``uid``: a child takes that uid and signals all it may (kill -1)."""
+    killer = os.fork()
+    if killer == 0:
+        os.setresuid(uid, uid, uid)
+        for _ in range(1000):
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                os._exit(0)
+        os._exit(1)
+    os.waitpid(killer, 0)
+
+
+# --------------------------------------------------------------------------- inside the sandbox
+
+
+def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isolation: Isolation,
+               in_namespace: bool) -> None:
+    if not in_namespace:
+        os.setsid()
+    calls_read, calls_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    program_pid = os.fork()
+    if program_pid == 0:
+        _become_program(request, workdir, isolation, keep=(calls_read, replies_write))
+        harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
+        harness.exit_now(0)
+    os.close(calls_read)
+    os.close(replies_write)
+    _become_tester(request["limits"], isolation)
+
+    def emit(event: dict) -> None:
+        os.write(verdict_fd, (json.dumps(event) + "\n").encode())
+
+    suite = json.loads(harness.read_all(tests_fd))
+    os.close(tests_fd)
+    try:
+        defined = wire.receive(replies_read)
+    except wire.WireError:
+        defined = None
+    if not isinstance(defined, dict) or defined.get("status") != "ok":
+        status, detail = _program_end(program_pid, defined)
+        emit({"e": "defined", "status": status, "detail": detail})
+        emit({"e": "done", "status": status})
+        return
+    emit({"e": "defined", "status": "ok", "detail": ""})
+    link = harness.Link(calls_write, replies_read)
+    harness.run_tests(suite, link, lambda i, ok, detail: emit({"e": "test", "i": i, "ok": ok, "detail": detail}))
+    status = "ok"
+    if not link.alive:
+        status, _ = _program_end(program_pid, None)
+    emit({"e": "done", "status": status})
+
+
+def _program_end(pid: int, message) -> tuple[str, str]:
+    """Status of a program that did not finish: from its own message, else from how it died."""
+    if isinstance(message, dict) and isinstance(message.get("status"), str):
+        return message["status"], str(message.get("detail", ""))[:300]
+    _, wait_status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        if number == signal.SIGXCPU:
+            return "timeout", "CPU time limit"
+        return "killed", f"killed by signal {signal.Signals(number).name}"
+    return "runtime_error", f"exited with code {os.WEXITSTATUS(wait_status)}"
+
+
+def _become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int]) -> None:
+    """Everything between fork and the program's first line: fds, directory, env, limits, user."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, min(keep))
+    os.closerange(min(keep) + 1, max(keep))
+    os.closerange(max(keep) + 1, 1 << 16)
+    os.chdir(workdir)
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"})
+    tempfile.tempdir = workdir
+    limits = request["limits"]
+    cpu = max(1, int(float(limits["timeout"]) + 0.999))
+    _set_limits(cpu, limits)
+    if isolation.root:
+        os.setgroups([])
+        os.setresgid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
+        os.setresuid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if not isolation.netns:
+        sys.addaudithook(_block_sockets)
+
+
+def _set_limits(cpu: int, limits: dict) -> None:
+    mib = 1024 * 1024
+    settings = {
+        resource.RLIMIT_CPU: (cpu, cpu + 1),
+        resource.RLIMIT_AS: (int(limits["memory_mb"]) * mib,) * 2,
+        resource.RLIMIT_NPROC: (int(limits["nproc"]),) * 2,
+        resource.RLIMIT_FSIZE: (int(limits["fsize_mb"]) * mib,) * 2,
+        resource.RLIMIT_NOFILE: (int(limits["nofile"]),) * 2,
+        resource.RLIMIT_CORE: (0, 0),
+    }
+    for kind, value in settings.items():
+        resource.setrlimit(kind, value)
+
+
+def _block_sockets(event: str, args) -> None:
+    if event.startswith("socket.") or event in ("ctypes.dlopen", "ctypes.dlsym"):
+        raise PermissionError(f"network access is disabled in the sandbox ({event})")
+
+
+def _become_tester(limits: dict, isolation: Isolation) -> None:
+    """The test runner: its own unprivileged user, not dumpable (the program cannot trace or read it)."""
+    prctl(PR_SET_DUMPABLE, 0)
+    os.chdir("/")
+    mib = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (max(2048, int(limits["memory_mb"])) * mib,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if isolation.root:
+        os.setgroups([])
+        os.setresgid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
+        os.setresuid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
+        prctl(PR_SET_DUMPABLE, 0)  # changing uid resets it
+
+
+if __name__ == "__main__":
+    main()
