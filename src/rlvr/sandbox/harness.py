@@ -72,33 +72,50 @@ def _define(program: str, setup: str, namespace: dict) -> tuple[str, str]:
 def _answer(request: dict, namespace: dict, handles: list) -> dict:
     try:
         target = request.get("handle")
-        func = handles[target] if isinstance(target, int) else namespace[request["name"]]
-        args = [_resolve(wire.decode(a), handles) for a in request["args"]]
-        kwargs = {k: _resolve(wire.decode(v), handles) for k, v in request["kwargs"].items()}
-    except KeyError:
+        subject = handles[target] if isinstance(target, int) else _lookup(namespace, request["name"])
+        args = [_resolve(wire.decode(a), handles, namespace) for a in request["args"]]
+        kwargs = {k: _resolve(wire.decode(v), handles, namespace) for k, v in request["kwargs"].items()}
+    except (KeyError, NameError):
         return {"err": "NameError", "msg": f"name {request.get('name')!r} is not defined by the program"}
     except Exception as error:
         return {"err": "TypeError", "msg": f"bad call: {error}"[:300]}
     try:
-        result = func(*args, **kwargs)
+        op = request.get("op", "call")
+        if op == "getattr":
+            return {"ok": wire.encode(getattr(subject, str(request["attr"])), handles), "args": []}
+        if op == "setattr":
+            setattr(subject, str(request["attr"]), args[0])
+            return {"ok": None, "args": []}
+        result = subject(*args, **kwargs)
         mutated = [wire.encode(a, handles) if isinstance(a, (list, dict, set)) else None for a in args]
         return {"ok": wire.encode(result, handles), "args": mutated}
     except BaseException as error:  # any failure of the program is the test's failure, not ours
         return {"err": type(error).__name__, "msg": _describe(error)}
 
 
-def _resolve(value, handles: list):
-    """Replace handles in a decoded argument by the program's objects they stand for."""
+def _lookup(namespace: dict, name):
+    """A name as the program's module would see it: its globals, then builtins."""
+    if name in namespace:
+        return namespace[name]
+    if isinstance(name, str) and hasattr(builtins, name):
+        return getattr(builtins, name)
+    raise NameError(name)
+
+
+def _resolve(value, handles: list, namespace: dict):
+    """Replace handles and names in a decoded argument by the program's objects they stand for."""
     if isinstance(value, wire.Handle):
         if not 0 <= value.index < len(handles):
             raise ValueError("unknown handle")
         return handles[value.index]
+    if isinstance(value, wire.Named):
+        return _lookup(namespace, value.name)
     if type(value) is list:
-        return [_resolve(v, handles) for v in value]
+        return [_resolve(v, handles, namespace) for v in value]
     if type(value) is tuple:
-        return tuple(_resolve(v, handles) for v in value)
+        return tuple(_resolve(v, handles, namespace) for v in value)
     if type(value) is dict:
-        return {_resolve(k, handles): _resolve(v, handles) for k, v in value.items()}
+        return {_resolve(k, handles, namespace): _resolve(v, handles, namespace) for k, v in value.items()}
     return value
 
 
@@ -124,16 +141,17 @@ class Link:
         self.replies_fd = replies_fd
         self.alive = True
 
-    def call(self, name: str | None, handle: int | None, args: tuple, kwargs: dict):
+    def call(self, name: str | None, handle: int | None, args: tuple, kwargs: dict, **extra):
         if not self.alive:
             raise ProgramGone("the program is no longer running")
         try:
-            encoded_args = [wire.encode(a) for a in args]
-            encoded_kwargs = {k: wire.encode(v) for k, v in kwargs.items()}
+            encoded_args = [wire.encode(_references(a)) for a in args]
+            encoded_kwargs = {k: wire.encode(_references(v)) for k, v in kwargs.items()}
         except wire.WireError as error:
             raise TypeError(f"the test passes a value the sandbox cannot send: {error}") from None
+        request = {"name": name, "handle": handle, "args": encoded_args, "kwargs": encoded_kwargs, **extra}
         try:
-            wire.send(self.calls_fd, {"name": name, "handle": handle, "args": encoded_args, "kwargs": encoded_kwargs})
+            wire.send(self.calls_fd, request)
             reply = wire.receive(self.replies_fd)
         except (OSError, wire.WireError):
             reply = None
@@ -149,7 +167,7 @@ class Link:
 
 def _write_back(args: tuple, mutated: list) -> None:
     """Apply in-place changes the program made to list/dict/set arguments, as a direct call would show."""
-    for original, new in zip(args, mutated):
+    for original, new in zip(args, mutated, strict=False):
         if new is None:
             continue
         value = wire.decode(new)
@@ -163,14 +181,41 @@ def _write_back(args: tuple, mutated: list) -> None:
             original.update(value)
 
 
+def _references(value):
+    """Remotes inside a test's argument travel as references to the program's objects."""
+    if isinstance(value, Remote):
+        link_handle = object.__getattribute__(value, "_handle")
+        if link_handle is not None:
+            return wire.Handle(link_handle, "object")
+        return wire.Named(object.__getattribute__(value, "_name"))
+    if type(value) is list:
+        return [_references(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_references(v) for v in value)
+    if type(value) is dict:
+        return {_references(k): _references(v) for k, v in value.items()}
+    return value
+
+
 class Remote:
-    """A name of the program, as the tests see it: calling it calls the program."""
+    """A name or object of the program, as the tests see it: calls and attribute access go to the program."""
 
     def __init__(self, link: Link, name: str | None, handle: int | None = None, kind: str = "function"):
-        self._link, self._name, self._handle, self._kind = link, name, handle, kind
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_kind", kind)
 
     def __call__(self, *args, **kwargs):
         return self._link.call(self._name, self._handle, args, kwargs)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self._link.call(self._name, self._handle, (), {}, op="getattr", attr=attr)
+
+    def __setattr__(self, attr: str, value) -> None:
+        self._link.call(self._name, self._handle, (value,), {}, op="setattr", attr=attr)
 
     def __repr__(self) -> str:
         return f"<{self._kind} {self._name or ''} of the program>"

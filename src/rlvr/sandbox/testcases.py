@@ -57,9 +57,12 @@ def from_asserts(test_list: list[str], setup: str = "") -> TestSuite:
     trees = [_parse(s) for s in sources]
     free = _free_names([t for t in trees if t is not None] + [_parse(setup)])
     remote, modules = _split_free(free)
+    tested = _function_under_test(trees[0]) if trees and trees[0] is not None else None
+    if tested and tested not in remote:  # a solution may define a function named like a builtin (MBPP 126: sum)
+        remote.append(tested)
     units = tuple(
         Unit(code=source, counted=tree is None or (_asserts(tree) and _mentions(tree, remote)))
-        for source, tree in zip(sources, trees)
+        for source, tree in zip(sources, trees, strict=True)
     )
     return TestSuite(units=units, remote={n: n for n in remote}, modules=modules, setup=setup)
 
@@ -81,6 +84,20 @@ def from_check(test: str, entry_point: str) -> TestSuite:
         for stmt in check.body
     )
     return TestSuite(units=units, remote=remote, modules=modules, prelude=ast.unparse(ast.Module(prelude, [])))
+
+
+def _function_under_test(tree: ast.Module) -> str | None:
+    """The function the first assert tests: its first called non-builtin name, else its first called name.
+
+    Only this one builtin-named function may come from the program (MBPP 126 asks for ``sum``); a
+    program defining ``len`` or ``abs`` does not change what the tests' own calls mean.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            called = [n.func.id for n in ast.walk(node.test) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+            own = [name for name in called if not hasattr(builtins, name)]
+            return (own or called or [None])[0]
+    return None
 
 
 def _parse(source: str) -> ast.Module | None:

@@ -17,6 +17,7 @@ Stdlib only: this module is loaded by the sandbox worker, outside the rlvr packa
 
 from __future__ import annotations
 
+import builtins
 import json
 import struct
 
@@ -42,6 +43,15 @@ class Handle:
         return f"<{self.kind} object from the program>"
 
 
+class Named:
+    """A name of the program passed as a value (a function given to another call)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 class Iterated:
     """An iterator the program returned, replayed in the test runner: iterable once, equal only to itself."""
 
@@ -63,6 +73,10 @@ def encode(value, handles: list | None = None, depth: int = 0):
         return value
     if isinstance(value, Handle):
         return {"h": value.index}
+    if isinstance(value, Named):
+        return {"n": value.name}
+    if isinstance(value, type) and getattr(builtins, getattr(value, "__name__", ""), None) is value:
+        return {"y": value.__name__}  # a builtin type passed as a value, e.g. isinstance checks against int
     if isinstance(value, int):
         return int.__index__(value)
     if isinstance(value, float):
@@ -132,6 +146,13 @@ def decode(data):
             kind = data.get("k", "object")
             return Handle(index, kind if isinstance(kind, str) else "object")
         (tag, payload), = data.items()
+        if tag == "n" and isinstance(payload, str):
+            return Named(payload)
+        if tag == "y" and isinstance(payload, str):
+            found = getattr(builtins, payload, None)
+            if isinstance(found, type):
+                return found
+            raise WireError("unknown builtin type")
         if tag in ("f", "b"):
             if not isinstance(payload, str):
                 raise WireError("bad scalar")

@@ -47,6 +47,10 @@ PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bise
 for _name in PRELOAD:
     __import__(_name)
 
+#: sys.path as directory descriptors opened now, while privileged: the program's user may not be able to
+#: traverse to the interpreter's directories (e.g. under /root), but it can import through these.
+PATH_FDS = [os.open(entry, os.O_RDONLY | os.O_DIRECTORY) for entry in sys.path if os.path.isdir(entry)]
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 PR_SET_DUMPABLE = 4
@@ -263,9 +267,7 @@ def _become_program(request: dict, workdir: str, isolation: Isolation, keep: tup
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    os.closerange(3, min(keep))
-    os.closerange(min(keep) + 1, max(keep))
-    os.closerange(max(keep) + 1, 1 << 16)
+    _close_all_but(set(keep) | set(PATH_FDS))
     os.chdir(workdir)
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"})
@@ -278,8 +280,18 @@ def _become_program(request: dict, workdir: str, isolation: Isolation, keep: tup
         os.setresgid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
         os.setresuid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    sys.path[:] = [f"/proc/self/fd/{fd}" for fd in PATH_FDS]
+    sys.path_importer_cache.clear()
     if not isolation.netns:
         sys.addaudithook(_block_sockets)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    start = 3
+    for fd in sorted(keep) + [1 << 16]:
+        if fd >= start:
+            os.closerange(start, fd)
+            start = fd + 1
 
 
 def _set_limits(cpu: int, limits: dict) -> None:
