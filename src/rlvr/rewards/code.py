@@ -65,14 +65,20 @@ def suite_for(row: dict[str, Any]) -> TestSuite | None:
 
 @dataclass(frozen=True)
 class CodeScore:
+    """A completion's reward and the run behind it (``result`` is None when nothing ran)."""
+
     reward: float
-    result: RunResult | None
     status: str
+    tests_total: int
+    result: RunResult | None = None
+
+    @property
+    def tests_passed(self) -> int:
+        return self.result.tests_passed if self.result else 0
 
     def to_json(self) -> dict[str, Any]:
-        passed = self.result.tests_passed if self.result else 0
-        total = self.result.tests_total if self.result else 0
-        return {"reward": self.reward, "tests_passed": passed, "tests_total": total, "status": self.status}
+        return {"reward": self.reward, "tests_passed": self.tests_passed, "tests_total": self.tests_total,
+                "status": self.status}
 
 
 def reward_from(result: RunResult, partial: float) -> float:
@@ -114,7 +120,8 @@ class CodeScorer:
         for index, (completion, row) in enumerate(zip(completions, rows, strict=True)):
             program, suite = self._program_and_suite(completion, row)
             if suite is None or not program.strip():
-                scores[index] = CodeScore(0.0, None, "no_code" if suite is not None else "no_tests")
+                status, total = ("no_code", suite.total) if suite is not None else ("no_tests", 0)
+                scores[index] = CodeScore(0.0, status, total)
                 keys.append(None)
                 continue
             key = (program, json.dumps(suite.to_json(), sort_keys=True))
@@ -125,7 +132,7 @@ class CodeScorer:
         for index, key in enumerate(keys):
             if key is not None:
                 result = results[key]
-                scores[index] = CodeScore(reward_from(result, self.partial), result, result.status)
+                scores[index] = CodeScore(reward_from(result, self.partial), result.status, result.tests_total, result)
         return [s for s in scores if s is not None]
 
     @staticmethod

@@ -49,10 +49,18 @@ for _name in PRELOAD:
 
 #: sys.path as directory descriptors opened now, while privileged: the program's user may not be able to
 #: traverse to the interpreter's directories (e.g. under /root), but it can import through these.
-PATH_FDS = [os.open(entry, os.O_RDONLY | os.O_DIRECTORY) for entry in sys.path if os.path.isdir(entry)]
+def open_path_fds() -> list[int]:
+    return [os.open(entry, os.O_RDONLY | os.O_DIRECTORY) for entry in sys.path if os.path.isdir(entry)]
+
+
+PATH_FDS = open_path_fds()
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+#: World-writable places the program would otherwise share with the host: fresh, private tmpfs each run.
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -60,6 +68,13 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def unshare(flags: int) -> bool:
     return _libc.unshare(flags) == 0
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+    def as_bytes(text: str | None) -> bytes | None:
+        return text.encode() if text is not None else None
+
+    return _libc.mount(as_bytes(source), as_bytes(target), as_bytes(fstype), flags, as_bytes(data)) == 0
 
 
 def prctl(option: int, value: int) -> None:
@@ -74,13 +89,14 @@ class Isolation:
         self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
         self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
         self.netns = unshare(CLONE_NEWNET)
-        self.pidns = self._probe_pidns()
+        self.pidns = self._probe(lambda: unshare(CLONE_NEWPID))
+        self.mountns = self._probe(lambda: unshare(CLONE_NEWNS) and _private_filesystem([], 1))
 
     @staticmethod
-    def _probe_pidns() -> bool:
+    def _probe(attempt) -> bool:
         pid = os.fork()
         if pid == 0:
-            os._exit(0 if unshare(CLONE_NEWPID) else 1)
+            os._exit(0 if attempt() else 1)
         _, status = os.waitpid(pid, 0)
         return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
@@ -89,7 +105,23 @@ class Isolation:
             "network": "network namespace (no interfaces)" if self.netns else "sockets blocked by audit hook",
             "processes": "PID namespace" if self.pidns else "process group and user kill",
             "users": "separate unprivileged users" if self.root else "caller's user (not root)",
+            "files": "mount namespace (private /tmp, hidden paths)" if self.mountns else "shared filesystem",
         }
+
+
+def _private_filesystem(hide: list, size_mb: int) -> bool:
+    """In a new mount namespace: fresh tmpfs on the shared scratch dirs, empty ones over ``hide``."""
+    if not mount(None, "/", None, MS_REC | MS_PRIVATE):
+        return False
+    for path in SCRATCH:
+        if os.path.isdir(path) and not os.path.islink(path):
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={max(1, size_mb)}m,mode=1777")
+    for path in hide:
+        if os.path.isdir(path):
+            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
+        elif os.path.exists(path):
+            mount("/dev/null", path, None, MS_BIND)
+    return True
 
 
 def main() -> None:
@@ -131,13 +163,19 @@ def _splice_tests(size: int, out_fd: int) -> None:
 
 def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
     limits = request["limits"]
-    workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-")
+    start = time.monotonic()
+    in_namespace = isolation.pidns and unshare(CLONE_NEWPID)
+    if isolation.mountns and unshare(CLONE_NEWNS):  # this runner's own view of the filesystem
+        _private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
+        global PATH_FDS
+        for fd in PATH_FDS:  # opened in the old view: they would see past the hidden paths
+            os.close(fd)
+        PATH_FDS = open_path_fds()
+    workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-", dir="/tmp")
     try:
         os.chown(workdir, isolation.program_uid, isolation.program_uid)
         os.chmod(workdir, 0o700)
         verdict_read, verdict_write = os.pipe()
-        in_namespace = isolation.pidns and unshare(CLONE_NEWPID)
-        start = time.monotonic()
         pid = os.fork()
         if pid == 0:
             os.close(verdict_read)
@@ -215,6 +253,8 @@ def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isol
                in_namespace: bool) -> None:
     if not in_namespace:
         os.setsid()
+    elif isolation.mountns:  # a /proc that shows only this run's processes
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     calls_read, calls_write = os.pipe()
     replies_read, replies_write = os.pipe()
     program_pid = os.fork()
