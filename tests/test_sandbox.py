@@ -308,3 +308,31 @@ def test_benchmark_data_files_are_hidden(sandbox):
 def test_isolation_is_reported():
     with Sandbox(workers=1) as box:
         assert set(box.isolation) == {"network", "processes", "users", "files"}
+
+
+# ------------------------------------------------------------------ fallbacks (kernels without namespaces)
+
+
+@pytest.fixture(scope="module")
+def plain_sandbox():
+    with Sandbox(workers=1, limits=Limits(timeout=1.5, memory_mb=512), namespaces=False) as box:
+        yield box
+
+
+def test_fallback_reports_what_it_uses(plain_sandbox):
+    assert plain_sandbox.isolation["network"] == "sockets blocked by audit hook"
+
+
+def test_fallback_blocks_sockets(plain_sandbox):
+    suite = from_asserts(["assert reach() == 'blocked'"])
+    program = ("import socket\ndef reach():\n    try:\n        socket.socket()\n    except PermissionError:\n"
+               "        return 'blocked'\n    return 'open'\n")
+    assert plain_sandbox.run(program, suite).tests_passed == 1
+
+
+def test_fallback_kills_fork_bombs_and_session_escapees(plain_sandbox):
+    program = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n"
+               "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
+    assert plain_sandbox.run(program, ADD_TESTS).status in ("timeout", "killed")
+    assert sandbox_processes() == []
+    assert plain_sandbox.run(HONEST, ADD_TESTS).tests_passed == 3

@@ -71,11 +71,11 @@ class RunResult:
 class _Worker:
     """One worker process and the pipes to it."""
 
-    def __init__(self, slot: int):
+    def __init__(self, slot: int, namespaces: bool):
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         uid_base = _UID_BASE + (os.getpid() % 1_000_000) * 256
         self.process = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER), str(slot), str(uid_base)],
+            [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd="/", close_fds=True, start_new_session=True,
         )
@@ -142,9 +142,13 @@ class Sandbox:
 
     ``hide``: files and directories the programs must not read (datasets with their tests);
     they appear empty inside the sandbox where the kernel allows mount namespaces.
+    ``namespaces=False`` uses only the fallbacks meant for kernels that refuse namespaces
+    (audit-hook socket block, process-group and per-user kill); it exists to test them.
     """
 
-    def __init__(self, workers: int | None = None, limits: Limits | None = None, hide: tuple[str, ...] = ()):
+    def __init__(self, workers: int | None = None, limits: Limits | None = None, hide: tuple[str, ...] = (),
+                 namespaces: bool = True):
+        self.namespaces = namespaces
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.limits = limits or Limits()
         self.hide = tuple(str(Path(p).resolve()) for p in (*default_hidden(), *hide))
@@ -190,7 +194,7 @@ class Sandbox:
     def _worker(self, slot: int) -> _Worker:
         worker = self._slots[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._slots[slot] = _Worker(slot)
+            worker = self._slots[slot] = _Worker(slot, self.namespaces)
             with self._lock:
                 if not self._logged:
                     self._logged = True

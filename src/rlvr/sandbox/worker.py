@@ -1,6 +1,6 @@
 """The sandbox worker: a small pre-warmed process that forks one isolated run per request.
 
-Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE``
+Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain``
 with a scrubbed environment; it never runs untrusted code itself. Per request
 (read from stdin) it forks a *runner* that:
 
@@ -63,6 +63,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -84,13 +85,13 @@ def prctl(option: int, value: int) -> None:
 class Isolation:
     """What this kernel and user allow; reported to the parent once."""
 
-    def __init__(self, slot: int, uid_base: int):
+    def __init__(self, slot: int, uid_base: int, namespaces: bool = True):
         self.root = os.geteuid() == 0
         self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
         self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
-        self.netns = unshare(CLONE_NEWNET)
-        self.pidns = self._probe(lambda: unshare(CLONE_NEWPID))
-        self.mountns = self._probe(lambda: unshare(CLONE_NEWNS) and _private_filesystem([], 1))
+        self.netns = namespaces and unshare(CLONE_NEWNET)
+        self.pidns = namespaces and self._probe(lambda: unshare(CLONE_NEWPID))
+        self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and _private_filesystem([], 1))
 
     @staticmethod
     def _probe(attempt) -> bool:
@@ -125,8 +126,8 @@ def _private_filesystem(hide: list, size_mb: int) -> bool:
 
 
 def main() -> None:
-    slot, uid_base = int(sys.argv[1]), int(sys.argv[2])
-    isolation = Isolation(slot, uid_base)
+    slot, uid_base, namespaces = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "namespaces"
+    isolation = Isolation(slot, uid_base, namespaces)
     wire.send(1, {"hello": isolation.describe()})
     while True:
         request = wire.receive(0)
@@ -165,6 +166,8 @@ def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
     limits = request["limits"]
     start = time.monotonic()
     in_namespace = isolation.pidns and unshare(CLONE_NEWPID)
+    if not in_namespace:  # orphaned processes of the program come here, to be reaped
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     if isolation.mountns and unshare(CLONE_NEWNS):  # this runner's own view of the filesystem
         _private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
         global PATH_FDS
@@ -220,30 +223,43 @@ def _kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    if not in_namespace:
-        for group in (pid,):
-            try:
-                os.killpg(group, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if isolation.root:
-            _kill_user(isolation.program_uid)
-            _kill_user(isolation.tester_uid)
-    os.waitpid(pid, 0)
+    if in_namespace:
+        os.waitpid(pid, 0)
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for _ in range(200):  # orphans come to this subreaper; kill by user until none is left
+        alive = isolation.root and (_kill_user(isolation.program_uid) | _kill_user(isolation.tester_uid))
+        _reap_children()
+        if not alive:
+            return
+        time.sleep(0.002)
 
 
-def _kill_user(uid: int) -> None:
-    """Kill every process of ``uid``: a child takes that uid and signals all it may (kill -1)."""
+def _kill_user(uid: int) -> bool:
+    """SIGKILL every process of ``uid`` (a child takes that uid and kills -1); True if any existed."""
     killer = os.fork()
     if killer == 0:
         os.setresuid(uid, uid, uid)
-        for _ in range(1000):
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                os._exit(0)
-        os._exit(1)
-    os.waitpid(killer, 0)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(killer, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:  # children remain, none has exited yet
+            return
 
 
 # --------------------------------------------------------------------------- inside the sandbox
