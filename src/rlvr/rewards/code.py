@@ -160,8 +160,15 @@ def rows_from_columns(count: int, columns: dict[str, Any], prompts: Any = None) 
     """Per-completion rows from TRL's column lists (``prompts`` is TRL's name for the prompt column)."""
     if prompts is not None and "prompt" not in columns:
         columns = {**columns, "prompt": prompts}
-    lists = {name: column(columns.get(name), count) for name in _ROW_COLUMNS}
+    lists = {name: column(_as_list(columns.get(name)), count) for name in _ROW_COLUMNS}
     return [{name: lists[name][i] for name in _ROW_COLUMNS} for i in range(count)]
+
+
+def _as_list(values: Any) -> Any:
+    """Sequence-like columns (a ``datasets`` Column) as lists; scalars unchanged."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        return values
+    return list(values)
 
 
 @REWARDS.register("code_execution")
