@@ -230,32 +230,49 @@ def _kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    uids = {isolation.program_uid, isolation.tester_uid} if isolation.root else set()
     for _ in range(200):  # orphans come to this subreaper; kill by user until none is left
-        alive = isolation.root and (_kill_user(isolation.program_uid) | _kill_user(isolation.tester_uid))
         _reap_children()
-        if not alive:
+        if not _living_processes(uids):
+            if uids:  # everything left is a zombie of ours: reap it all before answering
+                _reap_children(block=True)
             return
+        for uid in uids:
+            _kill_user(uid)
         time.sleep(0.002)
 
 
-def _kill_user(uid: int) -> bool:
-    """SIGKILL every process of ``uid`` (a child takes that uid and kills -1); True if any existed."""
+def _kill_user(uid: int) -> None:
+    """SIGKILL every process of ``uid``: a child takes that uid and kills -1 (all it may signal)."""
     killer = os.fork()
     if killer == 0:
         os.setresuid(uid, uid, uid)
         try:
             os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            os._exit(1)
-        os._exit(0)
-    _, status = os.waitpid(killer, 0)
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        finally:
+            os._exit(0)
+    os.waitpid(killer, 0)
 
 
-def _reap_children() -> None:
+def _living_processes(uids: set) -> bool:
+    """Whether a process (not a zombie) of one of ``uids`` is still running, from /proc."""
+    for entry in os.listdir("/proc") if uids else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
+            return True
+    return False
+
+
+def _reap_children(block: bool = False) -> None:
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:  # children remain, none has exited yet
