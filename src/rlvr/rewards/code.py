@@ -29,15 +29,22 @@ from rlvr.sandbox import Limits, RunResult, Sandbox, TestSuite, from_asserts, fr
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 _BARE_FENCE = re.compile(r"```[ \t]*\n(.*?)```", re.DOTALL)
+#: What a base-model completion ends with when generation stopped at the start of a new top-level
+#: statement (the code tasks' stop patterns keep the matched text): a line of a few characters.
+_STOP_TAIL = re.compile(r"\n(?:def |class |if |print\(|#|assert |```|\"\"\")[^\n]{0,12}\Z")
 
 
 def extract_code(text: str) -> str:
-    """The first fenced ```python block (a bare ``` block if none), else the whole completion."""
+    """The first fenced ```python block (a bare ``` block if none), else the whole completion.
+
+    An unfenced completion loses a trailing stop marker (``\ndef ``, ``\nassert ``, ...) left by
+    stopping generation at the next top-level statement.
+    """
     for pattern in (_FENCE, _BARE_FENCE):
         found = pattern.search(text)
         if found:
             return found.group(1)
-    return text
+    return _STOP_TAIL.sub("\n", text)
 
 
 def assemble_program(code: str, prefix: str | None, entry_point: str | None = None) -> str:

@@ -32,10 +32,12 @@ from rlvr.tasks.base import TASKS, Task, check_split
 
 DATASETS = ("mbpp", "humaneval")
 MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
-#: Base-model completions end where a new top-level statement starts.
-COMPLETION_STOPS = [r"^(?:def |class |if __name__|print\(|assert |#|```)"]
-#: Chat answers end after the closing fence of the python block.
-CHAT_STOPS = [r"^```\s*$"]
+#: Base-model HumanEval completions (a function body) end where a new top-level statement starts.
+BODY_STOPS = [r"\n(?:def |class |if |print\(|#|assert |```)"]
+#: Base-model MBPP completions (whole programs) end at top-level test or demo code.
+PROGRAM_STOPS = [r"\n(?:if __name__|print\(|assert |```|\"\"\")"]
+#: Chat answers end with the closing fence of the first code block.
+CHAT_STOPS = [r"```[^\n]*\n[\s\S]*?\n```"]
 
 INSTRUCT_HUMANEVAL = (
     "Complete the following Python function. Answer with the complete function, including the signature, "
@@ -87,7 +89,7 @@ class CodeTask(Task):
     memory_mb: int = 1024
 
     name = "code"
-    stop_patterns = COMPLETION_STOPS
+    stop_patterns = PROGRAM_STOPS
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
@@ -96,7 +98,10 @@ class CodeTask(Task):
             raise RlvrError("code limit must be a positive integer.")
         if self.timeout <= 0:
             raise RlvrError("code timeout must be a positive number of seconds.")
-        self.stop_patterns = CHAT_STOPS if self.chat else COMPLETION_STOPS
+        if self.chat:
+            self.stop_patterns = CHAT_STOPS
+        else:
+            self.stop_patterns = BODY_STOPS if self.dataset == "humaneval" else PROGRAM_STOPS
         self.default_rewards = [{"name": "code_execution", "partial": self.partial, "timeout": self.timeout,
                                  "memory_mb": self.memory_mb}]
 
