@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import sys
 
 import wire
 
@@ -275,8 +274,3 @@ def read_all(fd: int, limit: int = 64 * 1024 * 1024) -> bytes:
         if size > limit:
             raise ValueError("test suite too large")
         chunks.append(chunk)
-
-
-def exit_now(code: int = 0) -> None:
-    sys.stdout.flush()
-    os._exit(code)

@@ -136,13 +136,15 @@ def main() -> None:
         tests_read, tests_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(tests_write)
             try:
-                result = run_one(request, tests_read, isolation)
-            except BaseException as error:  # report, never hang the parent
-                result = {"status": "killed", "detail": f"sandbox error: {error}"[:300], "events": []}
-            wire.send(1, result)
-            os._exit(0)
+                os.close(tests_write)
+                try:
+                    result = run_one(request, tests_read, isolation)
+                except Exception as error:  # report, never hang the parent
+                    result = {"status": "killed", "detail": f"sandbox error: {error}"[:300], "events": []}
+                wire.send(1, result)
+            finally:
+                os._exit(0)
         os.close(tests_read)
         _splice_tests(int(request["tests_size"]), tests_write)
         os.close(tests_write)
@@ -180,10 +182,12 @@ def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
         os.chmod(workdir, 0o700)
         verdict_read, verdict_write = os.pipe()
         pid = os.fork()
-        if pid == 0:
-            os.close(verdict_read)
-            _supervise(request, tests_fd, verdict_write, workdir, isolation, in_namespace)
-            os._exit(0)
+        if pid == 0:  # never returns: an error here must not fall back into the runner's code
+            try:
+                os.close(verdict_read)
+                _supervise(request, tests_fd, verdict_write, workdir, isolation, in_namespace)
+            finally:
+                os._exit(0)
         os.close(verdict_write)
         os.close(tests_fd)
         events, timed_out = _collect(verdict_read, start + float(limits["timeout"]))
@@ -291,10 +295,12 @@ def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isol
     calls_read, calls_write = os.pipe()
     replies_read, replies_write = os.pipe()
     program_pid = os.fork()
-    if program_pid == 0:
-        _become_program(request, workdir, isolation, keep=(calls_read, replies_write))
-        harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
-        harness.exit_now(0)
+    if program_pid == 0:  # never returns into the supervisor's code
+        try:
+            _become_program(request, workdir, isolation, keep=(calls_read, replies_write))
+            harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
+        finally:
+            os._exit(0)
     os.close(calls_read)
     os.close(replies_write)
     _become_tester(request["limits"], isolation)
