@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -222,3 +224,25 @@ def test_reward_score_cli_writes_one_line_per_record(tmp_path):
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0
     assert [(r["reward"], r["status"], r["tests_total"]) for r in lines] == [(1.0, "ok", 4), (0.0, "syntax_error", 2)]
+
+
+def test_a_local_dataset_file_is_hidden_from_the_programs(mbpp_file):
+    # A world-readable place outside the scratch dirs the sandbox replaces anyway (/tmp, /var/tmp, /dev/shm).
+    shared = Path(tempfile.mkdtemp(prefix=".rlvr-hide-test-", dir=Path(__file__).parent))
+    try:
+        shared.chmod(0o755)
+        data, control = shared / "mbpp.jsonl", shared / "other.txt"
+        shutil.copy(mbpp_file, data)
+        control.write_text("readable")
+        for path in (data, control):
+            path.chmod(0o644)
+        task = get_task("mbpp", {"data": str(data), "timeout": 2.0})
+        func = task.reward_functions()[0]
+        program = "def size(path):\n    return len(open(path).read())\n"
+        tests = [f"assert size({str(data)!r}) == 0", f"assert size({str(control)!r}) == 8"]
+        try:
+            assert func([program], test_list=[tests]) == [1.0]
+        finally:
+            func.scorer.close()
+    finally:
+        shutil.rmtree(shared)

