@@ -1,6 +1,7 @@
 """The sandbox worker: a small pre-warmed process that forks one isolated run per request.
 
 Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain``
+(confinement primitives live in ``confine``)
 with a scrubbed environment; it never runs untrusted code itself. Per request
 (read from stdin) it forks a *runner* that:
 
@@ -24,10 +25,8 @@ forked from.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -36,6 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import confine  # noqa: E402
 import harness  # noqa: E402
 import wire  # noqa: E402
 
@@ -55,79 +55,9 @@ def open_path_fds() -> list[int]:
 
 PATH_FDS = open_path_fds()
 
-CLONE_NEWNET = 0x40000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
-#: World-writable places the program would otherwise share with the host: fresh, private tmpfs each run.
-SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-PR_SET_DUMPABLE = 4
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def unshare(flags: int) -> bool:
-    return _libc.unshare(flags) == 0
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
-    def as_bytes(text: str | None) -> bytes | None:
-        return text.encode() if text is not None else None
-
-    return _libc.mount(as_bytes(source), as_bytes(target), as_bytes(fstype), flags, as_bytes(data)) == 0
-
-
-def prctl(option: int, value: int) -> None:
-    _libc.prctl(option, value, 0, 0, 0)
-
-
-class Isolation:
-    """What this kernel and user allow; reported to the parent once."""
-
-    def __init__(self, slot: int, uid_base: int, namespaces: bool = True):
-        self.root = os.geteuid() == 0
-        self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
-        self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
-        self.netns = namespaces and unshare(CLONE_NEWNET)
-        self.pidns = namespaces and self._probe(lambda: unshare(CLONE_NEWPID))
-        self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and _private_filesystem([], 1))
-
-    @staticmethod
-    def _probe(attempt) -> bool:
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0 if attempt() else 1)
-        _, status = os.waitpid(pid, 0)
-        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-
-    def describe(self) -> dict:
-        return {
-            "network": "network namespace (no interfaces)" if self.netns else "sockets blocked by audit hook",
-            "processes": "PID namespace" if self.pidns else "process group and user kill",
-            "users": "separate unprivileged users" if self.root else "caller's user (not root)",
-            "files": "mount namespace (private /tmp, hidden paths)" if self.mountns else "shared filesystem",
-        }
-
-
-def _private_filesystem(hide: list, size_mb: int) -> bool:
-    """In a new mount namespace: fresh tmpfs on the shared scratch dirs, empty ones over ``hide``."""
-    if not mount(None, "/", None, MS_REC | MS_PRIVATE):
-        return False
-    for path in SCRATCH:
-        if os.path.isdir(path) and not os.path.islink(path):
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={max(1, size_mb)}m,mode=1777")
-    for path in hide:
-        if os.path.isdir(path):
-            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
-        elif os.path.exists(path):
-            mount("/dev/null", path, None, MS_BIND)
-    return True
-
-
 def main() -> None:
     slot, uid_base, namespaces = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "namespaces"
-    isolation = Isolation(slot, uid_base, namespaces)
+    isolation = confine.Isolation(slot, uid_base, namespaces)
     wire.send(1, {"hello": isolation.describe()})
     while True:
         request = wire.receive(0)
@@ -164,14 +94,14 @@ def _splice_tests(size: int, out_fd: int) -> None:
         left -= moved
 
 
-def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
+def run_one(request: dict, tests_fd: int, isolation: confine.Isolation) -> dict:
     limits = request["limits"]
     start = time.monotonic()
-    in_namespace = isolation.pidns and unshare(CLONE_NEWPID)
+    in_namespace = isolation.pidns and confine.unshare(confine.CLONE_NEWPID)
     if not in_namespace:  # orphaned processes of the program come here, to be reaped
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-    if isolation.mountns and unshare(CLONE_NEWNS):  # this runner's own view of the filesystem
-        _private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
+        confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
+    if isolation.mountns and confine.unshare(confine.CLONE_NEWNS):  # this runner's own view of the filesystem
+        confine.private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
         global PATH_FDS
         for fd in PATH_FDS:  # opened in the old view: they would see past the hidden paths
             os.close(fd)
@@ -191,7 +121,7 @@ def run_one(request: dict, tests_fd: int, isolation: Isolation) -> dict:
         os.close(verdict_write)
         os.close(tests_fd)
         events, timed_out = _collect(verdict_read, start + float(limits["timeout"]))
-        _kill_all(pid, isolation, in_namespace)
+        confine.kill_all(pid, isolation, in_namespace)
         os.close(verdict_read)
         return {"events": events, "timed_out": timed_out, "seconds": time.monotonic() - start}
     finally:
@@ -221,89 +151,27 @@ def _collect(fd: int, deadline: float) -> tuple[list, bool]:
                 return events, False
 
 
-def _kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:
-    """Kill the supervisor; in a PID namespace the kernel then kills everything inside and waits."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    if in_namespace:
-        os.waitpid(pid, 0)
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    uids = {isolation.program_uid, isolation.tester_uid} if isolation.root else set()
-    for _ in range(200):  # orphans come to this subreaper; kill by user until none is left
-        _reap_children()
-        if not _living_processes(uids):
-            if uids:  # everything left is a zombie of ours: reap it all before answering
-                _reap_children(block=True)
-            return
-        for uid in uids:
-            _kill_user(uid)
-        time.sleep(0.002)
-
-
-def _kill_user(uid: int) -> None:
-    """SIGKILL every process of ``uid``: a child takes that uid and kills -1 (all it may signal)."""
-    killer = os.fork()
-    if killer == 0:
-        os.setresuid(uid, uid, uid)
-        try:
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(killer, 0)
-
-
-def _living_processes(uids: set) -> bool:
-    """Whether a process (not a zombie) of one of ``uids`` is still running, from /proc."""
-    for entry in os.listdir("/proc") if uids else ():
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        except OSError:
-            continue
-        if int(fields.get("Uid", "-1 0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
-            return True
-    return False
-
-
-def _reap_children(block: bool = False) -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:  # children remain, none has exited yet
-            return
-
-
 # --------------------------------------------------------------------------- inside the sandbox
 
 
-def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isolation: Isolation,
+def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isolation: confine.Isolation,
                in_namespace: bool) -> None:
     if not in_namespace:
         os.setsid()
     elif isolation.mountns:  # a /proc that shows only this run's processes
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        confine.mount("proc", "/proc", "proc", confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC)
     calls_read, calls_write = os.pipe()
     replies_read, replies_write = os.pipe()
     program_pid = os.fork()
     if program_pid == 0:  # never returns into the supervisor's code
         try:
-            _become_program(request, workdir, isolation, keep=(calls_read, replies_write))
+            confine.become_program(request, workdir, isolation, (calls_read, replies_write), PATH_FDS)
             harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
         finally:
             os._exit(0)
     os.close(calls_read)
     os.close(replies_write)
-    _become_tester(request["limits"], isolation)
+    confine.become_tester(request["limits"], isolation)
 
     def emit(event: dict) -> None:
         os.write(verdict_fd, (json.dumps(event) + "\n").encode())
@@ -339,71 +207,6 @@ def _program_end(pid: int, message) -> tuple[str, str]:
             return "timeout", "CPU time limit"
         return "killed", f"killed by signal {signal.Signals(number).name}"
     return "runtime_error", f"exited with code {os.WEXITSTATUS(wait_status)}"
-
-
-def _become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int]) -> None:
-    """Everything between fork and the program's first line: fds, directory, env, limits, user."""
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    _close_all_but(set(keep) | set(PATH_FDS))
-    os.chdir(workdir)
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"})
-    tempfile.tempdir = workdir
-    limits = request["limits"]
-    cpu = max(1, int(float(limits["timeout"]) + 0.999))
-    _set_limits(cpu, limits)
-    if isolation.root:
-        os.setgroups([])
-        os.setresgid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
-        os.setresuid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
-    sys.path[:] = [f"/proc/self/fd/{fd}" for fd in PATH_FDS]
-    sys.path_importer_cache.clear()
-    if not isolation.netns:
-        sys.addaudithook(_block_sockets)
-
-
-def _close_all_but(keep: set[int]) -> None:
-    start = 3
-    for fd in sorted(keep) + [1 << 16]:
-        if fd >= start:
-            os.closerange(start, fd)
-            start = fd + 1
-
-
-def _set_limits(cpu: int, limits: dict) -> None:
-    mib = 1024 * 1024
-    settings = {
-        resource.RLIMIT_CPU: (cpu, cpu + 1),
-        resource.RLIMIT_AS: (int(limits["memory_mb"]) * mib,) * 2,
-        resource.RLIMIT_NPROC: (int(limits["nproc"]),) * 2,
-        resource.RLIMIT_FSIZE: (int(limits["fsize_mb"]) * mib,) * 2,
-        resource.RLIMIT_NOFILE: (int(limits["nofile"]),) * 2,
-        resource.RLIMIT_CORE: (0, 0),
-    }
-    for kind, value in settings.items():
-        resource.setrlimit(kind, value)
-
-
-def _block_sockets(event: str, args) -> None:
-    if event.startswith("socket.") or event in ("ctypes.dlopen", "ctypes.dlsym"):
-        raise PermissionError(f"network access is disabled in the sandbox ({event})")
-
-
-def _become_tester(limits: dict, isolation: Isolation) -> None:
-    """The test runner: its own unprivileged user, not dumpable (the program cannot trace or read it)."""
-    prctl(PR_SET_DUMPABLE, 0)
-    os.chdir("/")
-    mib = 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (max(2048, int(limits["memory_mb"])) * mib,) * 2)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if isolation.root:
-        os.setgroups([])
-        os.setresgid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
-        os.setresuid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
-        prctl(PR_SET_DUMPABLE, 0)  # changing uid resets it
 
 
 if __name__ == "__main__":
