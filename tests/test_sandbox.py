@@ -82,6 +82,12 @@ def test_humaneval_check_function_counts_each_assert_about_the_candidate(sandbox
     assert (result.tests_passed, result.tests_total) == (2, 2)
 
 
+def test_tests_that_print_do_not_disturb_the_results(sandbox):
+    suite = from_check("def check(candidate):\n    print('checking' * 20000, candidate(1))\n    assert candidate(1) == 2\n", "inc")
+    result = sandbox.run("def inc(x):\n    print('inc', x)\n    return x + 1\n", suite)
+    assert (result.status, result.tests_passed, result.tests_total) == ("ok", 1, 1)
+
+
 def test_in_place_changes_to_arguments_are_seen_by_the_test(sandbox):
     suite = from_asserts(["xs = [3, 1, 2]; sort_in_place(xs); assert xs == [1, 2, 3]"])
     result = sandbox.run("def sort_in_place(xs):\n    xs.sort()\n", suite)

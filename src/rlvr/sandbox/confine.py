@@ -198,8 +198,15 @@ def _block_sockets(event: str, args) -> None:
 
 
 def become_tester(limits: dict, isolation: Isolation) -> None:
-    """The test runner: its own unprivileged user, not dumpable (the program cannot trace or read it)."""
+    """The test runner: its own unprivileged user, not dumpable (the program cannot trace or read it).
+
+    Its stdio goes to /dev/null: what the tests print must not reach the worker's answer pipe.
+    """
     prctl(PR_SET_DUMPABLE, 0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     os.chdir("/")
     mib = 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (max(2048, int(limits["memory_mb"])) * mib,) * 2)
