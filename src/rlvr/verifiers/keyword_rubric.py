@@ -95,7 +95,7 @@ class Rubric:
     #: Share of the score that patterns carry; groups carry the rest.
     pattern_weight: float = 0.25
     semantic_enabled: bool = False
-    semantic_threshold: float = 0.25
+    semantic_threshold: float = 0.2
     source: str = ""
     #: First word -> candidate forms, built by :func:`build_index` (what the matcher looks up).
     index: dict[str, list[tuple[tuple[str, ...], str | None, str]]] = field(default_factory=dict)
@@ -198,7 +198,7 @@ def parse_rubric(data: Any, source: str = "rubric") -> Rubric:
         penalties=_penalties(_section(data, "penalties", _PENALTY_KEYS, where), where + ": penalties"),
         pattern_weight=_number(scoring, "pattern_weight", 0.25, where + ": scoring", float, 0.0, 1.0),
         semantic_enabled=_flag(semantic, "enabled", False, where + ": semantic"),
-        semantic_threshold=_number(semantic, "threshold", 0.25, where + ": semantic", float, -1.0, 1.0),
+        semantic_threshold=_number(semantic, "threshold", 0.2, where + ": semantic", float, -1.0, 1.0),
         source=source,
         index=build_index(groups, forbidden),
     )
