@@ -177,7 +177,7 @@ def parse_rubric(data: Any, source: str = "rubric") -> Rubric:
     for group in groups:
         clash = next((form for form in forbidden if form in group.forms), None)
         if clash:
-            raise RlvrError(f"{where}: forbidden term '{' '.join(clash)}' is also a term of group '{group.name}'.")
+            raise RlvrError(f"{where}: forbidden term '{forbidden[clash]}' is also a term of group '{group.name}'.")
     length = _section(data, "length", _LENGTH_KEYS, where)
     min_words = _number(length, "min_words", None, where + ": length", int, minimum=0)
     max_words = _number(length, "max_words", None, where + ": length", int, minimum=1)

@@ -151,10 +151,12 @@ def is_negated(unit: Unit, start: int, end: int) -> bool:
 
 
 def comma_run_words(unit: Unit, is_keyword: list[bool], min_items: int = 3, max_item_words: int = 3) -> set[int]:
-    """Word indexes inside a run of ``min_items``+ short comma-separated items that each hold a keyword.
+    """Word indexes of keywords written as an inline list: ``min_items``+ comma-separated terms in a row.
 
-    "symptoms, diagnosis, therapy and medication" is a list written inline; its
-    keywords are not used in a sentence.
+    In "we discussed the symptoms, diagnosis, treatment and medication" the
+    short middle items ("diagnosis") hold a keyword each, the item before the run
+    ends with one ("symptoms") and the item after starts with one, after an
+    optional and/or ("treatment"): four listed terms, none used in a sentence.
     """
     items: list[list[int]] = []
     for index, clause in enumerate(unit.clause):
@@ -162,13 +164,25 @@ def comma_run_words(unit: Unit, is_keyword: list[bool], min_items: int = 3, max_
             items.append([])
         items[-1].append(index)
     flagged: set[int] = set()
-    run: list[list[int]] = []
-    for item in items + [[]]:
-        short = 0 < len(item) <= max_item_words and any(is_keyword[i] for i in item)
-        if short:
-            run.append(item)
+    position = 0
+    while position < len(items):
+        end = position
+        while end < len(items) and len(items[end]) <= max_item_words and any(is_keyword[i] for i in items[end]):
+            end += 1
+        if end == position:
+            position += 1
             continue
-        if len(run) >= min_items:
-            flagged.update(i for part in run for i in part)
-        run = []
+        run = [i for item in items[position:end] for i in item if is_keyword[i]]
+        count = end - position
+        if position > 0 and is_keyword[items[position - 1][-1]]:
+            run.append(items[position - 1][-1])
+            count += 1
+        if end < len(items):
+            after = [i for i in items[end] if unit.words[i] not in ("and", "or")]
+            if after and is_keyword[after[0]]:
+                run.append(after[0])
+                count += 1
+        if count >= min_items:
+            flagged.update(run)
+        position = end
     return flagged
