@@ -102,7 +102,7 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
     mentions, problems = _find_mentions(units, rubric)
     if use_semantic:
         _semantic_check(mentions, units, rubric)
-    groups = _group_verdicts(mentions, units, rubric)
+    groups = _group_verdicts(mentions, units, rubric, use_semantic)
     patterns = _pattern_verdicts(mentions, units, problems, rubric)
     base = _base(groups, patterns, rubric)
     analysed_words = sum(len(u.words) for u in units)
@@ -166,7 +166,7 @@ def _counts(mention: Mention, rubric: Rubric) -> bool:
     return mention.outside is None and not mention.off_topic and (group.count_negated or not mention.negated)
 
 
-def _group_verdicts(mentions: list[Mention], units: list[Unit], rubric: Rubric) -> dict[str, dict[str, Any]]:
+def _group_verdicts(mentions: list[Mention], units: list[Unit], rubric: Rubric, semantic: bool) -> dict[str, dict[str, Any]]:
     verdicts = {}
     for group in rubric.groups:
         own = [m for m in mentions if m.group == group.name]
@@ -179,7 +179,7 @@ def _group_verdicts(mentions: list[Mention], units: list[Unit], rubric: Rubric) 
             "outside_sentences": sum(m.outside is not None for m in own),
             "terms": sorted({m.term for m in valid}),
         }
-        if group.description:
+        if semantic and group.description:
             verdict["off_topic"] = sum(m.off_topic for m in own)
         if valid:
             verdict["evidence"] = units[valid[0].unit].text[:_EVIDENCE_CHARS]
