@@ -274,6 +274,19 @@ def test_the_task_loads_a_users_prompts_and_rubric(tmp_path):
     assert reward(["The sun came out after the morning rain."], **{"rubric": [row["rubric"]]}) == [1.0]
 
 
+def test_a_prompt_line_may_name_its_own_rubric_relative_to_the_prompts_file(tmp_path):
+    (tmp_path / "rubrics").mkdir()
+    (tmp_path / "rubrics" / "weather.yaml").write_text("groups:\n  weather: [rain]\n")
+    lines = [{"id": f"p{i}", "prompt": f"Describe day {i}.", "rubric": "rubrics/weather.yaml"} for i in range(5)]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    task = get_task("keywords", {"prompts": str(prompts)})
+    row = task.load("train")[0]
+    assert row["rubric"] == str((tmp_path / "rubrics" / "weather.yaml").resolve())
+    [scored] = task.score_records([{"completion": "It will rain on the hills today.", "rubric": row["rubric"]}])
+    assert scored["reward"] == 1.0 and set(scored["explanation"]["groups"]) == {"weather"}
+
+
 def test_cli_scoring_writes_reward_and_explanation_per_line(tmp_path):
     source = tmp_path / "completions.jsonl"
     source.write_text(
