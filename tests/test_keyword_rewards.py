@@ -330,3 +330,13 @@ def test_the_semantic_check_rejects_terms_used_off_topic(rubric):
     )
     assert not judge(off_topic, rubric, semantic=True).groups["treatment"]["covered"]
     assert judge(CLINICAL, rubric, semantic=True).groups["treatment"]["covered"]
+
+
+def test_the_cpu_recipe_builds_the_keywords_task_and_reward():
+    from rlvr.config import load_recipe
+
+    recipe = load_recipe("keywords-cpu-smollm2")
+    task = get_task(recipe.task_name, recipe.task_options)
+    [reward] = task.reward_functions(recipe.rewards)
+    assert reward.__name__ == "keywords"
+    assert reward([CLINICAL, KEYWORD_LIST]) == [1.0, 0.0]
