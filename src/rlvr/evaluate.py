@@ -109,7 +109,7 @@ def model_specs(models: list[str], adapters: list[str] | None = None, labels: li
     labels = list(labels or [])
     if labels and len(labels) != len(specs):
         raise RlvrError(f"{len(labels)} --label values for {len(specs)} configurations: give one per configuration or none.")
-    for spec, label in zip(specs, labels, strict=True):
+    for spec, label in zip(specs, labels or [s.label for s in specs], strict=True):
         spec.label = label
     seen: dict[str, int] = {}
     for spec in specs:
