@@ -36,7 +36,7 @@ class Sampling:
     n: int = 1
     temperature: float = 0.0
     top_p: float = 1.0
-    max_new_tokens: int = 512
+    max_new_tokens: int = 256
     seed: int = 0
 
     @property

@@ -63,7 +63,7 @@ class EvalConfig:
     #: Sampled completions per item for pass@k (0: greedy only).
     samples: int = 0
     temperature: float = 0.8
-    max_new_tokens: int = 512
+    max_new_tokens: int = 256
     batch_size: int = 16
     backend: str = "auto"
     dtype: str = "auto"

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--samples", type=int, default=0, metavar="K",
                         help="also draw K samples per item for sampled pass@1 and pass@k (default: greedy only)")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature for --samples (default 0.8)")
-    parser.add_argument("--max-new-tokens", type=int, default=512, help="generation limit per completion (default 512)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation limit per completion (default 256)")
     parser.add_argument("--batch-size", type=int, default=16, help="completions generated together (default 16)")
     parser.add_argument("--backend", default="auto", choices=["auto", "hf", "vllm"],
                         help="auto: vLLM when it and a CUDA GPU are present, else transformers")
