@@ -253,3 +253,11 @@ def test_vllm_backend_without_vllm_or_gpu_is_one_clear_error():
     with pytest.raises(RlvrError, match="vllm package and a CUDA GPU"):
         choose_backend("vllm")
     assert choose_backend("auto") == "hf"
+
+
+def test_adapter_recorded_for_another_base_model_is_flagged(tiny, tmp_path):
+    twin = build_tiny_model(tmp_path / "twin", seed=1)  # same shapes, another model
+    adapter = save_adapter(str(twin), tmp_path / "adapter")
+    spec = ModelSpec(tiny, adapter)
+    load_for_eval(spec)
+    assert "trained on" in spec.note and str(twin) in spec.note

@@ -42,6 +42,7 @@ class ModelSpec:
     model: str
     adapter: str | None = None
     label: str = ""
+    note: str = ""  # a warning found while loading (adapter trained on another base model)
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -210,7 +211,8 @@ def attach_adapter(model: Any, spec: ModelSpec, base_path: str) -> Any:
 
     trained_on = adapter_config(spec.adapter).get("base_model_name_or_path") or ""
     if not same_model(trained_on, base_path, spec.model):
-        warn(f"adapter {spec.adapter} was trained on '{trained_on}', evaluated here on '{spec.model}'.")
+        spec.note = f"adapter {spec.adapter} was trained on '{trained_on}', evaluated here on '{spec.model}'."
+        warn(spec.note)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -339,6 +341,7 @@ def evaluate(config: EvalConfig) -> EvalResult:
             )
         del backend
         gc.collect()
+    notes += [spec.note for spec in config.models if spec.note]
     if config.split == "train":
         notes.append("Evaluated on the TRAIN split: these numbers measure memorisation, not generalisation.")
     summary = summarize(records, config.models, samples=config.samples)

@@ -44,7 +44,9 @@ def _bar_panel(axis: Any, results: list[dict[str, Any]]) -> None:
     lower = [r["accuracy"] - r["ci95"][0] for r in results]
     upper = [r["ci95"][1] - r["accuracy"] for r in results]
     positions = range(len(results))
-    axis.bar(positions, heights, yerr=[lower, upper], capsize=4, color="#4c72b0")
+    models = list(dict.fromkeys(r["model"] for r in results))
+    colours = [f"C{models.index(r['model']) % 10}" for r in results]
+    axis.bar(positions, heights, yerr=[lower, upper], capsize=4, color=colours)
     for x, r in zip(positions, results, strict=True):
         axis.text(x, r["ci95"][1] + 0.01, f"{r['accuracy']:.0%}", ha="center", va="bottom", fontsize=8)
     axis.set_xticks(list(positions))
@@ -61,15 +63,15 @@ def _shots_panel(axis: Any, results: list[dict[str, Any]], labels: list[str]) ->
         shots = [r["shots"] for r in rows]
         accuracy = [r["accuracy"] for r in rows]
         if label == base:
-            style = {"color": "grey", "linestyle": "--", "marker": "s"}
+            style = {"color": "C0", "linestyle": "--", "marker": "s"}
             if len(rows) == 1:  # one shot count: a horizontal reference across the panel
-                axis.axhline(accuracy[0], color="grey", linestyle="--", label=f"{label} (base, {shots[0]}-shot)")
+                axis.axhline(accuracy[0], color="C0", linestyle="--", label=f"{label} (base, {shots[0]}-shot)")
                 continue
             axis.plot(shots, accuracy, label=f"{label} (base)", **style)
         else:
-            axis.plot(shots, accuracy, marker="o", label=label)
+            axis.plot(shots, accuracy, marker="o", label=label, color=f"C{labels.index(label) % 10}")
         axis.fill_between(shots, [r["ci95"][0] for r in rows], [r["ci95"][1] for r in rows], alpha=0.12,
-                          color="grey" if label == base else None)
+                          color=f"C{labels.index(label) % 10}")
     all_shots = sorted({r["shots"] for r in results})
     axis.set_xticks(all_shots)
     axis.set_xlim(min(all_shots, default=0) - 0.5, max(all_shots, default=8) + 0.5)
