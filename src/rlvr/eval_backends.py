@@ -135,6 +135,7 @@ class HFBackend:
 
     def _finish(self, ids: list[int]) -> Generation:
         cut, stopped = self.stop.cut(ids)
+        stopped = stopped or self.stop.eos_token_id in ids  # ended by the model itself, not the token limit
         body = [t for t in cut if t not in (self.pad_id, self.stop.eos_token_id)]
         text = self.tokenizer.decode(body, skip_special_tokens=True).removesuffix(NEXT_QUESTION)
         return Generation(text, len(body), stopped)
