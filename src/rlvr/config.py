@@ -73,6 +73,24 @@ class RunConfig:
     merge_adapter: bool = False
     #: CPU threads for torch (None: torch's default).
     threads: int | None = None
+    #: Held-out items evaluated (greedy, same scoring as `rlvr eval`) before training and at the end; 0: none.
+    eval_items: int = 0
+    #: Also evaluate every N steps (0: only before and after training).
+    eval_every_steps: int = 0
+    #: Split the evaluation items come from: validation (held out from training) or test.
+    eval_split: str = "validation"
+    #: New-token limit for evaluation completions.
+    eval_max_new_tokens: int = 32
+    #: Completions generated together during evaluation.
+    eval_batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        if self.eval_split not in ("validation", "test"):
+            raise RlvrError(f"run.eval_split must be validation or test (never train), got {self.eval_split!r}.")
+        for name, least in (("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1), ("eval_batch_size", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < least:
+                raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
 
 
 @dataclass

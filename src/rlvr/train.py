@@ -27,6 +27,7 @@ class TrainResult:
     seconds: float
     rewards: list[float] = field(default_factory=list)  # mean reward per logged step
     log_history: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # held-out evaluations (run.eval_items)
 
     @property
     def reward_start(self) -> float | None:
@@ -49,6 +50,8 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     """Train ``recipe`` and return where the outputs are and how the reward moved."""
     import torch
 
+    from rlvr.eval_callback import EvalCallback
+
     if recipe.run.threads:
         torch.set_num_threads(recipe.run.threads)
     trainer = build_trainer(recipe, quiet=quiet)
@@ -61,6 +64,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     history = list(trainer.state.log_history)
     rewards = [entry["reward"] for entry in history if "reward" in entry]
     result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
+    result.evaluations = EvalCallback.results_of(trainer)
     write_summary(result, recipe)
     return result
 
@@ -68,6 +72,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
 def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = True) -> Any:
     """The GRPO trainer for ``recipe``; ``stop_at_answer=False`` gives plain TRL generation (benchmarks)."""
     from rlvr.callbacks import ConsoleCallback
+    from rlvr.eval_callback import EvalCallback
     from rlvr.models import resolve_model
     from rlvr.tasks import get_task
     from rlvr.trainer import RlvrGRPOTrainer
@@ -91,7 +96,9 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
     )
     if not quiet:
         ConsoleCallback.install(trainer)
+    EvalCallback.install(trainer, recipe, task)  # held-out evaluation when run.eval_items > 0
     return trainer
+
 
 
 def load_tokenizer(model_path: str) -> Any:
@@ -255,6 +262,7 @@ def write_summary(result: TrainResult, recipe: Recipe) -> None:
         "rewards": result.rewards,
         "adapter_dir": str(result.adapter_dir) if result.adapter_dir else None,
         "merged_dir": str(result.merged_dir) if result.merged_dir else None,
+        "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
     }
     result.output_dir.mkdir(parents=True, exist_ok=True)
     (result.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -38,12 +38,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(result) -> None:  # noqa: ANN001
+    from rlvr.eval_callback import before_after_table
+
     start, end = result.reward_start, result.reward_end
     print()
     print(f"Trained {result.steps} steps in {result.seconds / 60:.1f} min ({result.seconds / max(1, result.steps):.1f} s/step).")
     if start is not None and end is not None:
         trend = "rose" if end > start else "did not rise"
         print(f"Mean reward {trend}: {start:.3f} (first quarter of logged steps) -> {end:.3f} (last quarter).")
+    table = before_after_table(result.evaluations)
+    if table:
+        print(table)
     if result.adapter_dir:
         print(f"Adapter: {result.adapter_dir}")
     if result.merged_dir:

@@ -1,0 +1,119 @@
+"""``rlvr eval``: evaluate models (and adapters) on a task's held-out split; write samples, summary, figure, report."""
+
+from __future__ import annotations
+
+import argparse
+
+from rlvr.errors import RlvrError
+
+EXAMPLES = """examples:
+  rlvr eval --model smollm2-135m-instruct --shots 0,8 --limit 50 --data ../shared/data/gsm8k
+  rlvr eval --model smollm2-135m-instruct --adapter none --adapter outputs/run/adapter --data ../shared/data/gsm8k
+  rlvr eval --model base-dir --model tuned-dir --label base --label tuned --samples 8
+
+--model and --adapter pair up: one --model with several --adapter values evaluates that model with
+each adapter ('none' = no adapter); otherwise give one --adapter per --model, in order.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate models or adapters on a task's test split (accuracy, intervals, paired tests, report)",
+        description="Evaluate one or more models (with optional LoRA adapters) on the same held-out items, scored "
+        "by the task's training rewards; write samples.jsonl, summary.json, accuracy.png and report.html.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model", action="append", default=[], metavar="ID_OR_PATH",
+                        help="Hub id, local directory, .gguf file or 'smollm2-135m-instruct' (repeatable)")
+    parser.add_argument("--adapter", action="append", default=[], metavar="DIR",
+                        help="LoRA adapter directory, or 'none' (repeatable; see pairing below)")
+    parser.add_argument("--label", action="append", default=[], help="name shown for each configuration (repeatable)")
+    parser.add_argument("--task", default="gsm8k", help="task name (default: gsm8k)")
+    parser.add_argument("--shots", help="comma-separated shot counts 0-8, e.g. 0,2,4,8 (default: the task's)")
+    parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
+    parser.add_argument("--allow-train-split", action="store_true", help="allow --split train (flagged in the report)")
+    parser.add_argument("--limit", type=int, help="evaluate the first N items of the split (default: all)")
+    parser.add_argument("--data", help="task data: a directory with train.jsonl/test.jsonl, or a JSONL file")
+    parser.add_argument("--exemplars", choices=["builtin", "train"], help="where shot exemplars come from (gsm8k)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="other task option, e.g. chat=true (repeatable)")
+    parser.add_argument("--samples", type=int, default=0, metavar="K",
+                        help="also draw K samples per item for sampled pass@1 and pass@k (default: greedy only)")
+    parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature for --samples (default 0.8)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation limit per completion (default 256)")
+    parser.add_argument("--batch-size", type=int, default=16, help="completions generated together (default 16)")
+    parser.add_argument("--backend", default="auto", choices=["auto", "hf", "vllm"],
+                        help="auto: vLLM when it and a CUDA GPU are present, else transformers")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--output", default="outputs/eval", metavar="DIR", help="output directory (default outputs/eval)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.set_defaults(func=run)
+
+
+def parse_shots(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        shots = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise RlvrError(f"--shots expects comma-separated integers 0-8, e.g. 0,2,4,8; got '{text}'.") from None
+    bad = [s for s in shots if not 0 <= s <= 8]
+    if bad or not shots:
+        raise RlvrError(f"--shots values must lie in 0..8, got '{text}'.")
+    return list(dict.fromkeys(shots))
+
+
+def build_config(args: argparse.Namespace):  # noqa: ANN201
+    from rlvr.commands.reward import parse_options
+    from rlvr.evaluate import EvalConfig, model_specs
+
+    options = parse_options(args.option)
+    if args.data:
+        options["data"] = args.data
+    if args.exemplars:
+        options["exemplars"] = args.exemplars
+    return EvalConfig(
+        models=model_specs(args.model, args.adapter, args.label),
+        task=args.task,
+        task_options=options,
+        shots=parse_shots(args.shots),
+        split=args.split,
+        allow_train_split=args.allow_train_split,
+        limit=args.limit,
+        samples=args.samples,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        backend=args.backend,
+        dtype=args.dtype,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from rlvr.evaluate import evaluate, write_outputs
+
+    config = build_config(args)
+    result = evaluate(config)
+    paths = write_outputs(result, args.output)
+    print_summary(result.summary)
+    print(f"Outputs: {', '.join(str(p) for p in paths.values())}")
+    return 0
+
+
+def print_summary(summary: dict) -> None:
+    for note in summary.get("warnings", []):
+        print(f"WARNING: {note}")
+    print(f"{'model':<32} {'shots':>5} {'n':>5} {'accuracy':>9} {'95% CI':>15} {'format':>7} {'tokens':>7}")
+    for r in summary["results"]:
+        ci = f"{r['ci95'][0]:.1%}-{r['ci95'][1]:.1%}"
+        passes = "  " + " ".join(f"pass@{k} {v:.1%}" for k, v in r.get("pass_at_k", {}).items()) if r.get("pass_at_k") else ""
+        print(f"{r['model']:<32} {r['shots']:>5} {r['n']:>5} {r['accuracy']:>9.1%} {ci:>15} {r['format_rate']:>7.0%} "
+              f"{r['mean_completion_tokens']:>7.0f}{passes}")
+    for c in summary.get("comparisons", []):
+        print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: only first right {c['only_first']}, "
+              f"only second right {c['only_second']}, McNemar exact p = {c['p_value']:.3g}")

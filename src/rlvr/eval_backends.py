@@ -1,0 +1,192 @@
+"""Generation backends for evaluation: batched transformers ``generate``, or vLLM.
+
+Both take rendered prompt strings and return, per prompt, a list of
+:class:`Generation` (one for greedy decoding, ``n`` when sampling), each cut
+right after the task's answer line, so the two backends produce the same
+output format and are scored by the same reward functions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.errors import RlvrError
+
+BACKENDS = ("auto", "hf", "vllm")
+#: Where a rambling model starts a new problem: vLLM stops on this string, and both backends drop it.
+NEXT_QUESTION = "\nQuestion:"
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: int  # completion tokens kept (after the cut, without EOS)
+    stopped: bool  # ended at the answer line or a new question (not at the token limit)
+
+
+@dataclass
+class Sampling:
+    """How to decode: greedy (``n`` = 1, ``temperature`` = 0) or ``n`` samples at ``temperature``."""
+
+    n: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0
+
+
+def vllm_available() -> bool:
+    import torch
+
+    return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+
+
+def choose_backend(name: str) -> str:
+    """'hf' or 'vllm' for ``name`` in auto/hf/vllm; auto takes vLLM when it and a CUDA GPU are present."""
+    if name not in BACKENDS:
+        raise RlvrError(f"unknown backend '{name}'; use one of: {', '.join(BACKENDS)}.")
+    if name == "vllm" and not vllm_available():
+        raise RlvrError("--backend vllm needs the vllm package and a CUDA GPU; use --backend hf (or auto) here.")
+    if name == "auto":
+        return "vllm" if vllm_available() else "hf"
+    return name
+
+
+def render_prompts(prompts: Sequence[Any], tokenizer: Any) -> list[str]:
+    """Prompt strings: plain prompts as they are, chat prompts through the tokenizer's chat template."""
+    out = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            out.append(prompt)
+        elif getattr(tokenizer, "chat_template", None):
+            out.append(tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True))
+        else:
+            raise RlvrError("chat prompts need a tokenizer with a chat template; drop the task's chat option.")
+    return out
+
+
+class HFBackend:
+    """Batched ``generate``: prompts sorted by length, left-padded, each row stopped at its answer line."""
+
+    name = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, stop_patterns: Sequence[str], batch_size: int = 16):
+        from rlvr.generation import AnswerStop
+
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = max(1, batch_size)
+        self.stop = AnswerStop(tokenizer, stop_patterns)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling, progress: Any = None) -> list[list[Generation]]:
+        import torch
+
+        self.tokenizer.padding_side = "left"
+        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+        # Longest first: similar lengths share a batch (little padding) and the first batch shows the worst case.
+        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+        per_batch = max(1, self.batch_size // sampling.n)
+        results: list[list[Generation]] = [[] for _ in prompts]
+        if not sampling.greedy:
+            torch.manual_seed(sampling.seed)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for start in range(0, len(order), per_batch):
+                chunk = order[start : start + per_batch]
+                outputs = self._generate_batch([prompts[i] for i in chunk], sampling)
+                for row, index in enumerate(chunk):
+                    results[index] = outputs[row * sampling.n : (row + 1) * sampling.n]
+                if progress is not None:
+                    progress.update(len(chunk))
+        finally:
+            self.model.train(was_training)
+        return results
+
+    def _generate_batch(self, prompts: list[str], sampling: Sampling) -> list[Generation]:
+        import torch
+
+        batch = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = {k: v.to(self.model.device) for k, v in batch.items()}
+        options: dict[str, Any] = {
+            "max_new_tokens": sampling.max_new_tokens,
+            "pad_token_id": self.pad_id,
+            "num_return_sequences": sampling.n,
+            "do_sample": not sampling.greedy,
+        }
+        if sampling.greedy:
+            options.update(temperature=None, top_p=None, top_k=None)
+        else:
+            options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=None)
+        with torch.no_grad(), self.stop.installed(self.model):
+            output = self.model.generate(**batch, **options)
+        new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
+        return [self._finish(ids) for ids in new_tokens]
+
+    def _finish(self, ids: list[int]) -> Generation:
+        cut, stopped = self.stop.cut(ids)
+        stopped = stopped or self.stop.eos_token_id in ids  # ended by the model itself, not the token limit
+        body = [t for t in cut if t not in (self.pad_id, self.stop.eos_token_id)]
+        text = self.tokenizer.decode(body, skip_special_tokens=True).removesuffix(NEXT_QUESTION)
+        return Generation(text, len(body), stopped)
+
+
+class VLLMBackend:
+    """vLLM's offline ``LLM.generate``; stops at a new question, then cuts at the answer line in text.
+
+    Untested in this repository's CI (no GPU); written against vLLM's documented
+    ``LLM``/``SamplingParams``/``LoRARequest`` API.
+    """
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, tokenizer: Any, stop_patterns: Sequence[str], adapter: str | None = None):
+        from vllm import LLM
+
+        self.tokenizer = tokenizer
+        self.patterns = [re.compile(p, re.MULTILINE) for p in stop_patterns]
+        self.adapter = adapter
+        self.llm = LLM(model=model_path, tokenizer=model_path, enable_lora=adapter is not None, max_lora_rank=64, seed=0)
+
+    def generate(self, prompts: Sequence[str], sampling: Sampling, progress: Any = None) -> list[list[Generation]]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            n=sampling.n,
+            temperature=0.0 if sampling.greedy else sampling.temperature,
+            top_p=1.0 if sampling.greedy else sampling.top_p,
+            max_tokens=sampling.max_new_tokens,
+            stop=[NEXT_QUESTION],
+            seed=None if sampling.greedy else sampling.seed,
+        )
+        lora = None
+        if self.adapter is not None:
+            from vllm.lora.request import LoRARequest
+
+            lora = LoRARequest("adapter", 1, self.adapter)
+        outputs = self.llm.generate(list(prompts), params, lora_request=lora, use_tqdm=progress is None)
+        if progress is not None:
+            progress.update(len(prompts))
+        return [[self._finish(choice.text, choice.finish_reason) for choice in out.outputs] for out in outputs]
+
+    def _finish(self, text: str, finish_reason: str | None) -> Generation:
+        ends = [m.end() for p in self.patterns if (m := p.search(text))]
+        stopped = finish_reason == "stop"
+        if ends:
+            text, stopped = text[: min(ends)], True
+        text = text.removesuffix(NEXT_QUESTION)
+        return Generation(text, len(self.tokenizer(text, add_special_tokens=False)["input_ids"]), stopped)
+
+
+def warn(message: str) -> None:
+    print(f"rlvr: warning: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,129 @@
+"""Held-out evaluation during training: before the first step, every N steps, and after the last.
+
+It runs the same generation and scoring as ``rlvr eval`` (greedy, stopped at
+the answer line, judged by the task's rewards) on the first ``run.eval_items``
+items of ``run.eval_split``, logs ``eval/accuracy`` (and format rate, mean
+tokens, seconds) through the trainer's ``log`` so MLflow records them, and keeps
+each evaluation for the before/after table printed when training ends.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from rlvr.stats import mcnemar_exact, paired_counts
+
+
+class EvalCallback(TrainerCallback):
+    def __init__(self, trainer: Any, task: Any, items: Any, every_steps: int, max_new_tokens: int, batch_size: int,
+                 split: str, output_dir: Path | None = None):
+        self.trainer = trainer
+        self.task = task
+        self.items = items
+        self.every_steps = every_steps
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self.split = split
+        self.output_dir = output_dir
+        self.evaluations: list[dict[str, Any]] = []
+
+    @classmethod
+    def install(cls, trainer: Any, recipe: Any, task: Any) -> EvalCallback | None:
+        """Add the callback when the recipe asks for evaluation (``run.eval_items`` > 0)."""
+        run = recipe.run
+        if not run.eval_items:
+            return None
+        items = task.load(run.eval_split)
+        items = items.select(range(min(run.eval_items, len(items))))
+        callback = cls(trainer, task, items, run.eval_every_steps, run.eval_max_new_tokens, run.eval_batch_size,
+                       run.eval_split, recipe.output_dir)
+        trainer.add_callback(callback)
+        return callback
+
+    @staticmethod
+    def results_of(trainer: Any) -> list[dict[str, Any]]:
+        """The evaluations the trainer's EvalCallback made (empty without one)."""
+        for callback in trainer.callback_handler.callbacks:
+            if isinstance(callback, EvalCallback):
+                return callback.evaluations
+        return []
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.evaluate(state.global_step)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        step = state.global_step
+        if step == state.max_steps or (self.every_steps and step % self.every_steps == 0):
+            self.evaluate(step)
+
+    def evaluate(self, step: int) -> dict[str, Any]:
+        from rlvr.eval_backends import HFBackend, Sampling
+        from rlvr.evaluate import config_stats, generate_and_score
+
+        if self.evaluations and self.evaluations[-1]["step"] == step:
+            return self.evaluations[-1]
+        start = time.time()
+        trainer = self.trainer
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size)
+        sampling = Sampling(max_new_tokens=self.max_new_tokens)
+        records = generate_and_score(backend, self.task, self.items, f"step {step}", self.task.shots, sampling, progress=False)
+        stats = config_stats(f"step {step}", self.task.shots, records, [], 0)
+        seconds = time.time() - start
+        evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
+                      "verdicts": {r["id"]: r["correct"] for r in records}}
+        self.evaluations.append(evaluation)
+        self._log(step, stats, seconds)
+        self._save(records, step)
+        return evaluation
+
+    def _log(self, step: int, stats: dict[str, Any], seconds: float) -> None:
+        trainer = self.trainer
+        if trainer.accelerator.is_main_process:
+            print(f"eval step {step}: accuracy {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
+                  f"format {stats['format_rate']:.0%}, {seconds:.0f} s", flush=True)
+        metrics = {"eval/accuracy": stats["accuracy"], "eval/format_rate": stats["format_rate"],
+                   "eval/mean_completion_tokens": stats["mean_completion_tokens"], "eval/seconds": seconds}
+        training = trainer.model.training
+        trainer.model.eval()  # GRPOTrainer.log then leaves the training metrics of the current step alone
+        try:
+            trainer.log(metrics)
+        finally:
+            trainer.model.train(training)
+
+    def _save(self, records: list[dict[str, Any]], step: int) -> None:
+        if self.output_dir is None or not self.trainer.accelerator.is_main_process:
+            return
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        with (self.output_dir / "eval_samples.jsonl").open("a", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps({"step": step, **record}, ensure_ascii=False) + "\n")
+
+
+def before_after_table(evaluations: list[dict[str, Any]]) -> str:
+    """A before/after table of the first and last evaluation, with the paired McNemar test."""
+    if len(evaluations) < 2:
+        return ""
+    first, last = evaluations[0], evaluations[-1]
+    ids = [i for i in first["verdicts"] if i in last["verdicts"]]
+    _, only_before, only_after, _ = paired_counts([first["verdicts"][i] for i in ids], [last["verdicts"][i] for i in ids])
+
+    def accuracy(e: dict[str, Any]) -> str:
+        return f"{e['accuracy']:.1%} [{e['ci95'][0]:.0%}-{e['ci95'][1]:.0%}]"
+
+    rows = [
+        ("", f"before (step {first['step']})", f"after (step {last['step']})"),
+        ("accuracy [95% CI]", accuracy(first), accuracy(last)),
+        ("format rate", f"{first['format_rate']:.0%}", f"{last['format_rate']:.0%}"),
+        ("mean tokens", f"{first['mean_completion_tokens']:.0f}", f"{last['mean_completion_tokens']:.0f}"),
+    ]
+    lines = [f"Held-out evaluation: {first['n']} {first['split']} items, greedy, {first['shots']}-shot"]
+    lines += [f"  {a:<18} {b:>22} {c:>22}" for a, b, c in rows]
+    lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
+                 f"McNemar exact p = {mcnemar_exact(only_before, only_after):.3g}")
+    return "\n".join(lines)

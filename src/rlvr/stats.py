@@ -1,0 +1,67 @@
+"""Statistics for evaluation: Wilson intervals, unbiased pass@k, McNemar's exact test.
+
+Pure functions on counts (no scipy): small evaluations (50 items) need
+intervals that stay inside [0, 1] and exact paired tests, not normal
+approximations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+#: Two-sided 95% normal quantile.
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion; (0, 1) when ``n`` is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in 0..{n}, got {successes}")
+    p = successes / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from ``n`` samples with ``c`` correct (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
+    if not 1 <= k <= n:
+        raise ValueError(f"k must lie in 1..{n}, got {k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def mean_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> float:
+    """pass@k averaged over items, each with ``n`` samples and ``correct_counts[i]`` correct."""
+    if not correct_counts:
+        return 0.0
+    return sum(pass_at_k(n, c, k) for c in correct_counts) / len(correct_counts)
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pair counts.
+
+    ``only_first``: items the first system got right and the second wrong;
+    ``only_second``: the reverse. Under the null each discordant item is a fair
+    coin, so the p-value is a two-sided binomial(n, 1/2) test, capped at 1.
+    """
+    n = only_first + only_second
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def paired_counts(first: Sequence[bool], second: Sequence[bool]) -> tuple[int, int, int, int]:
+    """(both right, only first, only second, both wrong) for per-item verdicts on the same items."""
+    if len(first) != len(second):
+        raise ValueError("paired verdicts must cover the same items")
+    both = sum(a and b for a, b in zip(first, second, strict=True))
+    only_first = sum(a and not b for a, b in zip(first, second, strict=True))
+    only_second = sum(b and not a for a, b in zip(first, second, strict=True))
+    return both, only_first, only_second, len(first) - both - only_first - only_second

@@ -1,0 +1,58 @@
+"""Held-out evaluation inside ``rlvr train``: before, every N steps, at the end; logged; before/after table."""
+
+import pytest
+
+from rlvr.config import RunConfig, recipe_from_dict
+from rlvr.errors import RlvrError
+from rlvr.eval_callback import before_after_table
+from rlvr.testing import build_tiny_model
+
+
+def test_eval_split_train_is_refused():
+    with pytest.raises(RlvrError, match="eval_split"):
+        RunConfig(eval_split="train")
+
+
+def test_negative_eval_items_are_refused():
+    with pytest.raises(RlvrError, match="eval_items"):
+        RunConfig(eval_items=-1)
+
+
+def evaluation(step, verdicts):
+    n, correct = len(verdicts), sum(verdicts)
+    return {"step": step, "split": "validation", "n": n, "shots": 2, "correct": correct, "accuracy": correct / n,
+            "ci95": [0.1, 0.9], "format_rate": 1.0, "mean_completion_tokens": 12.0,
+            "verdicts": {f"item-{i}": v for i, v in enumerate(verdicts)}}
+
+
+def test_before_after_table_shows_both_accuracies_and_the_paired_test():
+    table = before_after_table([evaluation(0, [False] * 5 + [True]), evaluation(40, [True] * 5 + [True])])
+    assert "before (step 0)" in table and "after (step 40)" in table
+    assert "16.7%" in table and "100.0%" in table
+    assert "5 now right, 0 now wrong" in table and "p = 0.0625" in table
+
+
+def test_no_table_without_two_evaluations():
+    assert before_after_table([evaluation(0, [True])]) == ""
+
+
+def test_training_evaluates_before_every_n_steps_and_at_the_end(tmp_path):
+    from rlvr.train import train
+
+    model = build_tiny_model(tmp_path / "tiny")
+    recipe = recipe_from_dict({
+        "name": "tiny-eval",
+        "model": {"name_or_path": str(model), "dtype": "float32", "lora": True, "lora_r": 2, "lora_alpha": 4},
+        "task": {"name": "arithmetic", "shots": 0, "train_size": 8, "validation_size": 6, "test_size": 2},
+        "grpo": {"max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 4,
+                 "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": 0},
+        "run": {"output_dir": str(tmp_path / "out"), "eval_items": 4, "eval_every_steps": 2, "eval_max_new_tokens": 4},
+    })
+    result = train(recipe, quiet=True)
+    assert [e["step"] for e in result.evaluations] == [0, 2, 3]
+    assert all(e["n"] == 4 for e in result.evaluations)
+    logged = [entry for entry in result.log_history if "eval/accuracy" in entry]
+    assert [entry["step"] for entry in logged] == [0, 2, 3]
+    assert all("reward" in entry for entry in result.log_history if entry.get("step") in (1, 2, 3) and "loss" in entry)
+    assert (tmp_path / "out" / "eval_samples.jsonl").is_file()
+    assert "before (step 0)" in before_after_table(result.evaluations)
