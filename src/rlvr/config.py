@@ -73,6 +73,22 @@ class RunConfig:
     merge_adapter: bool = False
     #: CPU threads for torch (None: torch's default).
     threads: int | None = None
+    #: Health: write an advantage histogram (health/advantages.jsonl, MLflow artifact) every N steps (0: never).
+    health_histogram_steps: int = 5
+    #: Health: print a warning when a run looks unhealthy for this many logged steps in a row (0: no warnings).
+    health_patience: int = 3
+    #: Samples: write the latest batch (prompts, completions, answers, rewards, advantages) every N steps (0: never).
+    sample_steps: int = 5
+    #: Samples: completions written per sampled step (None: the whole batch).
+    sample_rows: int | None = 16
+    #: Groups whose completions all earn the same reward: keep (TRL), drop (out of the loss), resample (DAPO).
+    zero_variance_groups: str = "keep"
+    #: With zero_variance_groups=resample: extra rollouts per step at most to replace such groups.
+    resample_attempts: int = 2
+    #: Clamp advantages to [-x, x] (None: no clipping), bounding the pull of one lucky sample in a group.
+    advantage_clip: float | None = None
+    #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
+    difficulty_filter: str | None = None
 
 
 @dataclass
