@@ -44,11 +44,11 @@ def pass_rates(
         names = ", ".join(f.__name__ for f in reward_funcs)
         raise RlvrError(f"difficulty filtering needs an accuracy reward ({', '.join(ACCURACY_REWARDS)}); the recipe has: {names}.")
     rates = []
-    for row, texts in zip(rows, completions):
+    for row, texts in zip(rows, completions, strict=False):
         columns = {k: [v] * len(texts) for k, v in row.items() if k != "prompt"}
         passed = [False] * len(texts)
         for judge in judges:
-            passed = [p or (s or 0) > 0 for p, s in zip(passed, judge(texts, **columns))]
+            passed = [p or (s or 0) > 0 for p, s in zip(passed, judge(texts, **columns), strict=False)]
         rates.append(sum(passed) / max(1, len(texts)))
     return rates
 

@@ -84,7 +84,7 @@ def _kl_exploding(window: list[dict[str, Any]]) -> bool:
     kl = [logs.get("kl") for logs in window]
     if None in kl or not kl:
         return False
-    rising = all(b > a for a, b in zip(kl, kl[1:])) and kl[-1] > 4 * max(kl[0], 1e-3)
+    rising = all(b > a for a, b in zip(kl, kl[1:], strict=False)) and kl[-1] > 4 * max(kl[0], 1e-3)
     return kl[-1] > 0.5 and (rising or min(kl) > 0.5)
 
 

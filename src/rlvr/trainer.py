@@ -13,7 +13,15 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from rlvr.controls import Controls, can_splice, clip_advantages, drop_rows, group_rows, splice_rows, zero_variance_groups
+from rlvr.controls import (
+    Controls,
+    can_splice,
+    clip_advantages,
+    drop_rows,
+    group_rows,
+    splice_rows,
+    zero_variance_groups,
+)
 from rlvr.errors import RlvrError
 from rlvr.generation import AnswerStop
 from rlvr.health import batch_metrics
@@ -119,7 +127,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         advantages = batch["advantages"].detach().float().cpu()
         for key, value in batch_metrics(rows, self.reward_func_names, advantages, dropped.repeat_interleave(size)).items():
             metrics[key].append(value)
-        for row, advantage, drop in zip(rows, advantages.tolist(), dropped.repeat_interleave(size).tolist()):
+        for row, advantage, drop in zip(rows, advantages.tolist(), dropped.repeat_interleave(size).tolist(), strict=False):
             row["advantage"] = advantage
             row["dropped"] = bool(drop)
         self.last_batch = {"step": self.state.global_step + 1, "rows": rows, "advantages": advantages.tolist()}
@@ -136,7 +144,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         completions = list(self._logs["completion"])[-count:]
         totals = self._total_rewards().tolist()
         rows = []
-        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False)):
             rewards = {name: _number(self._scored[i, k].item()) for k, name in enumerate(self.reward_func_names)}
             rows.append({"prompt": prompt, "completion": completion, "rewards": rewards, "reward": totals[i]})
         return rows
@@ -151,13 +159,13 @@ class RlvrGRPOTrainer(GRPOTrainer):
             fresh = super()._generate_and_score_completions(self._fresh_inputs(len(todo)))
             fresh_rows = self._scored_rows()
             useful = (~zero_variance_groups(self._total_rewards(), size)).nonzero().flatten().tolist()
-            pairs = list(zip(todo, useful))
+            pairs = list(zip(todo, useful, strict=False))
             if not pairs:
                 continue
             targets = group_rows([t for t, _ in pairs], size)
             sources = group_rows([s for _, s in pairs], size)
             splice_rows(batch, fresh, targets, sources, self._tokenizer.pad_token_id)
-            for target, source in zip(targets, sources):
+            for target, source in zip(targets, sources, strict=False):
                 rows[target] = {**fresh_rows[source], "resampled": True}
             for target, _ in pairs:
                 zero[target] = False

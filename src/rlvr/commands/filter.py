@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else recipe.output_dir / "difficulty.jsonl"
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as out:
-        for row, rate in zip(rows, rates):
+        for row, rate in zip(rows, rates, strict=False):
             out.write(json.dumps({"id": row.get("id"), "pass_rate": rate, "kept": band.keeps(rate)}) + "\n")
     kept = sum(band.keeps(r) for r in rates)
     never, always = sum(r == 0 for r in rates), sum(r == 1 for r in rates)
