@@ -55,9 +55,9 @@ def pass_rates(
 
 def sample_completions(
     model: Any, tokenizer: Any, prompts: list[Any], samples: int, max_new_tokens: int, temperature: float,
-    stop_patterns: list[str] | None = None,
+    stop_patterns: list[str] | None = None, greedy: bool = False,
 ) -> list[list[str]]:
-    """``samples`` sampled completions per prompt, each cut at the task's answer line."""
+    """``samples`` sampled completions per prompt (greedy: one), each cut at the task's answer line."""
     import torch
 
     from rlvr.generation import AnswerStop
@@ -67,10 +67,11 @@ def sample_completions(
     for prompt in prompts:
         text = prompt if isinstance(prompt, str) else tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
         inputs = tokenizer(text, return_tensors="pt")
-        kwargs = dict(
-            do_sample=True, temperature=temperature, max_new_tokens=max_new_tokens,
-            num_return_sequences=samples, pad_token_id=tokenizer.pad_token_id,
-        )
+        kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id)
+        if greedy:
+            kwargs.update(do_sample=False, num_return_sequences=1)
+        else:
+            kwargs.update(do_sample=True, temperature=temperature, num_return_sequences=samples)
         with torch.no_grad():
             if stop is not None:
                 with stop.installed(model):

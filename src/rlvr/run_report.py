@@ -126,7 +126,7 @@ def _time_split(metrics: list[dict[str, Any]], out: Path) -> list[tuple[str, str
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6, 3.2))
     bottom = [0.0] * len(parts[0][1])
-    for label, steps, values in parts:
+    for label, _steps, values in parts:
         values = values[: len(bottom)] + [0.0] * (len(bottom) - len(values))
         axis.bar(parts[0][1], values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
