@@ -116,8 +116,13 @@ class RlvrGRPOTrainer(GRPOTrainer):
         if mode == "resample" and bool(zero.any()) and can_splice(batch):
             resampled = self._resample(batch, zero, rows)
         dropped = zero.clone() if mode != "keep" else torch.zeros_like(zero)
-        if bool(dropped.any()):
-            batch = drop_rows(batch, dropped.repeat_interleave(size).to(batch["advantages"].device))
+        # Rewards (hence groups and rows) span all processes; the batch holds this process's rows only.
+        count = batch["advantages"].size(0)
+        local = slice(self.accelerator.process_index * count, (self.accelerator.process_index + 1) * count)
+        dropped_rows = dropped.repeat_interleave(size)[local].to(batch["advantages"].device)
+        rows = rows[local]
+        if bool(dropped_rows.any()):
+            batch = drop_rows(batch, dropped_rows)
         batch["advantages"], clipped = clip_advantages(batch["advantages"], self.controls.advantage_clip)
         metrics = self._metrics["train"]
         metrics["zero_variance/share"].append(share_before)
@@ -125,9 +130,9 @@ class RlvrGRPOTrainer(GRPOTrainer):
         metrics["zero_variance/resampled_share"].append(resampled / max(1, len(zero)))
         metrics["advantages/clipped_share"].append(clipped)
         advantages = batch["advantages"].detach().float().cpu()
-        for key, value in batch_metrics(rows, self.reward_func_names, advantages, dropped.repeat_interleave(size)).items():
+        for key, value in batch_metrics(rows, self.reward_func_names, advantages, dropped_rows.cpu()).items():
             metrics[key].append(value)
-        for row, advantage, drop in zip(rows, advantages.tolist(), dropped.repeat_interleave(size).tolist(), strict=False):
+        for row, advantage, drop in zip(rows, advantages.tolist(), dropped_rows.tolist(), strict=True):
             row["advantage"] = advantage
             row["dropped"] = bool(drop)
         self.last_batch = {"step": self.state.global_step + 1, "rows": rows, "advantages": advantages.tolist()}
