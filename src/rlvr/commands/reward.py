@@ -91,7 +91,7 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.tasks.base import TASKS
 
     recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
-    names = args.task or ([recipe.task_name] if recipe and recipe.task_name in PROBE_SETS else list(PROBE_SETS))
+    names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
     failed = audited = 0
     for name in names:
         if name not in PROBE_SETS:
@@ -105,6 +105,8 @@ def run_audit(args: argparse.Namespace) -> int:
             continue
         funcs = [_build(spec) for spec in specs]
         weights = recipe.grpo.get("reward_weights") if recipe else None
+        if weights and len(weights) != len(funcs):
+            raise RlvrError(f"grpo.reward_weights has {len(weights)} values for {len(funcs)} rewards.")
         result = audit(probe_set, funcs, weights)
         print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
         print(render_table(result))
