@@ -10,10 +10,16 @@ from transformers import ProgressCallback
 _COLUMNS = [
     ("reward", "reward", "{:.3f}"),
     ("±", "reward_std", "{:.2f}"),
-    ("zero-var groups", "frac_reward_zero_std", "{:.0%}"),
+    ("acc", "health/accuracy", "{:.0%}"),
+    ("zero-var groups", "zero_variance/share", "{:.0%}"),
+    ("zero-var groups", "frac_reward_zero_std", "{:.0%}"),  # TRL's, when rlvr's own share is absent
+    ("adv±", "advantages/std", "{:.2f}"),
     ("len", "completions/mean_length", "{:.0f}"),
     ("stopped", "completions/stopped_at_answer_ratio", "{:.0%}"),
+    ("truncated", "completions/clipped_ratio", "{:.0%}"),
+    ("kl", "kl", "{:.3f}"),
     ("lr", "learning_rate", "{:.1e}"),
+    ("s gen/rew/upd", "time/generation", "{:.1f}"),
 ]
 
 
@@ -29,8 +35,14 @@ def format_log(logs: dict[str, Any]) -> str:
     if components:
         parts.append("(" + ", ".join(components) + ")")
     for label, key, fmt in _COLUMNS[2:]:
-        if key in logs:
-            parts.append(f"{label} {fmt.format(logs[key])}")
+        if logs.get(key) is None or (key == "kl" and not logs[key]):
+            continue
+        if key == "frac_reward_zero_std" and "zero_variance/share" in logs:
+            continue
+        text = fmt.format(logs[key])
+        if key == "time/generation":  # the step-time split: generation/reward scoring/update
+            text += "".join(f"/{logs.get(k) or 0:.1f}" for k in ("time/rewards", "time/update"))
+        parts.append(f"{label} {text}")
     return "  ".join(parts)
 
 

@@ -84,6 +84,23 @@ class RunConfig:
     #: Completions generated together during evaluation.
     eval_batch_size: int = 16
 
+    #: Health: write an advantage histogram (health/advantages.jsonl, MLflow artifact) every N steps (0: never).
+    health_histogram_steps: int = 5
+    #: Health: print a warning when a run looks unhealthy for this many logged steps in a row (0: no warnings).
+    health_patience: int = 3
+    #: Samples: write the latest batch (prompts, completions, answers, rewards, advantages) every N steps (0: never).
+    sample_steps: int = 5
+    #: Samples: completions written per sampled step (None: the whole batch).
+    sample_rows: int | None = 16
+    #: Groups whose completions all earn the same reward: keep (TRL), drop (out of the loss), resample (DAPO).
+    zero_variance_groups: str = "keep"
+    #: With zero_variance_groups=resample: extra rollouts per step at most to replace such groups.
+    resample_attempts: int = 2
+    #: Clamp advantages to [-x, x] (None: no clipping), bounding the pull of one lucky sample in a group.
+    advantage_clip: float | None = None
+    #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
+    difficulty_filter: str | None = None
+
     def __post_init__(self) -> None:
         if self.eval_split not in ("validation", "test"):
             raise RlvrError(f"run.eval_split must be validation or test (never train), got {self.eval_split!r}.")

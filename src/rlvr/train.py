@@ -80,6 +80,10 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
     task = get_task(recipe.task_name, recipe.task_options)
     reward_funcs = task.reward_functions(recipe.rewards)
     dataset = task.load("train")
+    if recipe.run.difficulty_filter:
+        from rlvr.difficulty import apply_filter
+
+        dataset = apply_filter(dataset, recipe.run.difficulty_filter)
     model_path = resolve_model(recipe.model.name_or_path)
     tokenizer = load_tokenizer(model_path)
     model = load_model(model_path, recipe)
@@ -93,12 +97,30 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         processing_class=tokenizer,
         peft_config=lora_config(recipe) if recipe.model.lora else None,
         stop_patterns=task.stop_patterns if stop_at_answer else None,
+        controls=controls_from(recipe),
     )
+    install_health(trainer, recipe)
     if not quiet:
         ConsoleCallback.install(trainer)
     EvalCallback.install(trainer, recipe, task)  # held-out evaluation when run.eval_items > 0
     return trainer
 
+
+def controls_from(recipe: Recipe) -> Any:
+    from rlvr.controls import Controls
+
+    run = recipe.run
+    return Controls(run.zero_variance_groups, run.resample_attempts, run.advantage_clip)
+
+
+def install_health(trainer: Any, recipe: Recipe) -> None:
+    from rlvr.health import HealthCallback
+    from rlvr.samples import SampleCallback
+
+    run = recipe.run
+    trainer.add_callback(HealthCallback(trainer, run.health_histogram_steps, run.health_patience, run.health_patience > 0))
+    if run.sample_steps:
+        trainer.add_callback(SampleCallback(trainer, run.sample_steps, run.sample_rows))
 
 
 def load_tokenizer(model_path: str) -> Any:

@@ -24,6 +24,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--rubric", help="rubric YAML (keywords task)")
     score.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="task option, repeatable")
     score.set_defaults(func=run_score)
+    audit = actions.add_parser(
+        "audit",
+        help="probe the rewards with completions that imitate known reward hacks",
+        description="Score a library of hack probes (answer without reasoning, several answers, number spam, early "
+        "exit, ...) and honest controls with a task's rewards (or a recipe's). Exit 1 when a hack earns at least as "
+        "much as an honest correct answer.",
+    )
+    audit.add_argument("--task", action="append", metavar="TASK",
+                       help="task whose probes to run: gsm8k, arithmetic, code (repeatable; default: all)")
+    audit.add_argument("--recipe", help="use this recipe's rewards (and reward_weights) instead of the task defaults")
+    audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override a recipe field, e.g. --set 'rewards=[{name: correctness}]' (repeatable)")
+    audit.set_defaults(func=run_audit)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
@@ -69,3 +82,49 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"rlvr: {len(problems)} line(s) skipped, {len(results)} scored", file=sys.stderr)
         return 1
     return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from rlvr.audit import PROBE_SETS, audit, render_table, verdict
+    from rlvr.config import load_recipe
+    from rlvr.rewards import REWARDS
+    from rlvr.tasks.base import TASKS
+
+    recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
+    names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
+    failed = audited = 0
+    for name in names:
+        if name not in PROBE_SETS:
+            raise RlvrError(f"no reward-hack probes for task '{name}'; tasks with probes: {', '.join(PROBE_SETS)}.")
+        probe_set = PROBE_SETS[name]
+        specs = recipe.rewards if recipe and recipe.rewards else _default_rewards(name, probe_set, TASKS)
+        missing = sorted({spec["name"] for spec in specs} - set(REWARDS.names()))
+        if missing:
+            print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
+                  f"install (registered: {', '.join(REWARDS.names())}).\n")
+            continue
+        funcs = [_build(spec) for spec in specs]
+        weights = recipe.grpo.get("reward_weights") if recipe else None
+        if weights and len(weights) != len(funcs):
+            raise RlvrError(f"grpo.reward_weights has {len(weights)} values for {len(funcs)} rewards.")
+        result = audit(probe_set, funcs, weights)
+        print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
+        print(render_table(result))
+        print(verdict(result) + "\n")
+        audited += 1
+        failed += not result.passed
+    if not audited:
+        raise RlvrError("no task could be audited: none of their rewards is registered.")
+    return 1 if failed else 0
+
+
+def _default_rewards(name: str, probe_set: Any, tasks: Any) -> list[dict[str, Any]]:
+    if name in tasks:
+        return list(tasks.get(name).default_rewards)
+    return [{"name": reward} for reward in probe_set.rewards]
+
+
+def _build(spec: dict[str, Any]) -> Any:
+    from rlvr.rewards.base import build_reward
+
+    return build_reward(spec["name"], {k: v for k, v in spec.items() if k != "name"})

@@ -41,7 +41,7 @@ def correctness_reward(weight: float = 1.0, tolerance: float = TOLERANCE, answer
         golds = column(columns.get(answer_column), len(completions))
         return [
             weight if correctness_score(completion_text(c), gold, tolerance) else 0.0
-            for c, gold in zip(completions, golds)
+            for c, gold in zip(completions, golds, strict=False)
         ]
 
     return named("correctness", correctness)

@@ -59,7 +59,7 @@ class Task(abc.ABC):
         columns = _columns(records)
         results: list[dict[str, Any]] = [{} for _ in records]
         for func in rewards:
-            for result, value in zip(results, func(completions, **columns)):
+            for result, value in zip(results, func(completions, **columns), strict=False):
                 result[func.__name__] = value
         for result in results:
             result["total"] = sum(v for v in result.values() if isinstance(v, (int, float)))

@@ -1,0 +1,71 @@
+"""The reward audit passes the built-in rewards and catches the published recipe's original rewards."""
+
+import re
+
+import pytest
+
+from rlvr.audit import PROBE_SETS, audit
+from rlvr.cli import main
+from rlvr.rewards import REWARDS
+from rlvr.rewards.base import build_reward, completion_text, named
+from rlvr.tasks.base import TASKS
+
+
+def builtin(task: str) -> list:
+    return [build_reward(s["name"], {k: v for k, v in s.items() if k != "name"}) for s in TASKS.get(task).default_rewards]
+
+
+def original_format(completions, **_):
+    """The published recipe's format check: the phrase and a number anywhere in the text."""
+    return [0.5 if re.search(r"#### The final answer is \d+", completion_text(c)) else 0.0 for c in completions]
+
+
+def original_correctness(completions, final_answer, **_):
+    """The published recipe's correctness: the last integer anywhere in the text equals the answer."""
+    scores = []
+    for c, gold in zip(completions, final_answer, strict=True):
+        numbers = re.findall(r"\d+", completion_text(c))
+        scores.append(1.0 if numbers and numbers[-1] == str(gold) else 0.0)
+    return scores
+
+
+def test_builtin_gsm8k_rewards_pass_the_audit():
+    result = audit(PROBE_SETS["gsm8k"], builtin("gsm8k"))
+    assert result.passed, [r.probe.name for r in result.exploits]
+
+
+def test_the_published_recipes_original_rewards_fail_the_audit():
+    funcs = [named("format", original_format), named("correctness", original_correctness)]
+    result = audit(PROBE_SETS["gsm8k"], funcs)
+    exploits = {r.probe.name for r in result.exploits}
+    assert not result.passed
+    assert {"answer_without_reasoning", "several_answer_lines", "answer_in_followup_question"} <= exploits
+
+
+def test_answer_without_reasoning_beats_a_wrong_answer_until_the_penalty_is_added():
+    plain = audit(PROBE_SETS["gsm8k"], builtin("gsm8k"))
+    penalised = audit(PROBE_SETS["gsm8k"], builtin("gsm8k") + [build_reward("reasoning_required")])
+    assert [r.beats_wrong for r in plain.results if r.probe.name == "answer_without_reasoning"] == [True]
+    assert not any(r.beats_wrong for r in penalised.results)
+
+
+def test_cli_audit_exits_zero_on_builtin_rewards(capsys):
+    assert main(["reward", "audit", "--task", "gsm8k"]) == 0
+    assert "PASS" in capsys.readouterr().out
+
+
+def test_cli_audit_exits_one_when_a_hack_matches_an_honest_correct_answer(capsys):
+    assert main(["reward", "audit", "--task", "gsm8k", "--set", "rewards=[{name: correctness}]"]) == 1
+    assert "EXPLOIT" in capsys.readouterr().out
+
+
+def test_cli_audit_skips_a_task_whose_reward_is_not_registered(capsys):
+    if "code_execution" in REWARDS:
+        pytest.skip("the code reward is installed: its probes run instead")
+    assert main(["reward", "audit", "--task", "code", "--task", "gsm8k"]) == 0
+    assert "skipping code: reward 'code_execution' is not registered" in capsys.readouterr().out
+
+
+def test_cli_audit_names_the_tasks_with_probes_for_an_unknown_one(capsys):
+    assert main(["reward", "audit", "--task", "chess"]) == 2
+    assert "tasks with probes: gsm8k" in capsys.readouterr().err
