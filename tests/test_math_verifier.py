@@ -129,10 +129,13 @@ def test_huge_numbers_are_rejected_not_raised():
     ],
     ids=lambda text: f"{len(text)}-chars-{text[:8]!r}",
 )
-def test_a_megabyte_of_output_is_scored_fast(text):
+def test_a_megabyte_of_hostile_output_never_hangs(text):
+    # A hang guard, not a speed measurement (benchmarks/verifier_speed.py measures speed): catastrophic
+    # regex backtracking on these inputs would take hours, a linear scan takes milliseconds.
     start = time.perf_counter()
-    read_answer(text)
-    assert time.perf_counter() - start < 1.0
+    answer = read_answer(text)
+    assert answer is None or answer.value is None or isinstance(answer.value, float)
+    assert time.perf_counter() - start < 30
 
 
 def test_find_answer_line_splits_reasoning_from_the_line():

@@ -22,6 +22,7 @@ def tiny_recipe(model_dir, output_dir, *extra):
             "grpo.max_completion_length=8",
             "grpo.save_strategy=no",
             "grpo.report_to=[]",
+            "run.eval_items=0",
             f"run.output_dir={output_dir}",
             *extra,
         ],
