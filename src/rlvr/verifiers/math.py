@@ -28,20 +28,18 @@ TOLERANCE = 1e-3
 ANSWER_MARK = "####"
 ANSWER_PHRASE = "The final answer is"
 
-# One number: [sign][currency][sign] then a fraction, a separated integer, or plain digits,
-# each with an optional decimal part (fractions excepted). No nested quantifiers.
-_NUMBER = re.compile(
-    r"(?<![\w.,/])"
-    r"(?P<sign>[+-]?)\s?(?P<cur>[$€£]?)\s?(?P<sign2>[+-]?)"
-    r"(?:(?P<num>\d+)/(?P<den>\d+)"
-    r"|(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?"
-    r"|(?P<bare_dec>\.\d+))"
-)
+# The digits of a number: plain, with comma groups (checked below), with a decimal part, or a fraction.
+# It starts with a digit or '.', so the regex engine skips other text at C speed.
+_CORE = re.compile(r"\d+(?:,\d+)*(?:\.\d+)?(?:/\d+)?|\.\d+")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:/\d+)?|\.\d+")
+# What may stand right before the digits: sign, currency, sign, each optional, single spaces between.
+_PREFIX = re.compile(r"([+-]?) ?([$€£]?) ?([+-]?)$")
 _PHRASE = re.compile(r"\s*the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 # What may surround the number: words (units, a short lead-in), %, currency, colon; a final
 # period is stripped first. A single character class, so matching cannot backtrack.
 _ALLOWED_AROUND = re.compile(r"[A-Za-z\u00C0-\u024F'’\-%$€£:\s]*")
 _ANSWER_LINE = re.compile(r"^[ \t]*####", re.MULTILINE)
+_NOT_A_NUMBER = object()
 
 
 @dataclass(frozen=True)
@@ -68,36 +66,49 @@ def parse_number(text: str) -> float | None:
     """The value of ``text`` when it holds exactly one number and nothing but units around it."""
     if not isinstance(text, str):
         return None
-    matches = []
-    for match in _NUMBER.finditer(text):
-        matches.append(match)
-        if len(matches) > 1:
+    found: list[tuple[int, int, float | None]] = []
+    for match in _CORE.finditer(text):
+        if match.start() and (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_"):
+            continue  # digits inside a word (H2O) are not a number; the leftover digits reject the line
+        found.append(_number_at(text, match))
+        if len(found) > 1:
             return None
-    if not matches:
+    if not found:
         return None
-    match = matches[0]
-    around = (text[: match.start()] + " " + text[match.end() :]).rstrip()
+    start, end, value = found[0]
+    if value is None:
+        return None
+    around = (text[:start] + " " + text[end:]).rstrip()
     around = around[:-1] if around.endswith(".") else around
     if _ALLOWED_AROUND.fullmatch(around) is None:
         return None
-    return _value(match)
+    return value
 
 
-def _value(match: re.Match[str]) -> float | None:
-    signs = (match["sign"] or "") + (match["sign2"] or "")
-    if len(signs) > 1:
-        return None
-    negative = signs == "-"
+def _number_at(text: str, core: re.Match[str]) -> tuple[int, int, float | None]:
+    """(start, end, value) of the number whose digits are ``core``, with its sign and currency."""
+    window_start = max(0, core.start() - 5)
+    prefix = _PREFIX.search(text, window_start, core.start())
+    start = prefix.start() if prefix else core.start()
+    if start and text[start - 1] not in " \t:":
+        start = core.start()  # the sign belongs to something else (5-6): just the digits
+        prefix = None
+    signs = (prefix.group(1) + prefix.group(3)) if prefix else ""
+    digits = core.group()
+    if len(signs) > 1 or _GROUPED.fullmatch(digits) is None:
+        return start, core.end(), None
+    return start, core.end(), _digits_value(digits, negative=signs == "-")
+
+
+def _digits_value(digits: str, negative: bool) -> float | None:
     try:
-        if match["num"] is not None:
-            denominator = float(match["den"])
-            if denominator == 0:
+        if "/" in digits:
+            numerator, denominator = digits.split("/")
+            if float(denominator) == 0:
                 return None
-            value = float(match["num"]) / denominator
-        elif match["bare_dec"] is not None:
-            value = float(match["bare_dec"])
+            value = float(numerator) / float(denominator)
         else:
-            value = float(match["int"].replace(",", "") + (match["dec"] or ""))
+            value = float(digits.replace(",", ""))
     except (ValueError, OverflowError):
         return None
     if not math.isfinite(value):

@@ -1,0 +1,58 @@
+"""Console output for training: a progress bar plus one compact line per logging step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import ProgressCallback
+
+# (label, metric key, format) in the order shown.
+_COLUMNS = [
+    ("reward", "reward", "{:.3f}"),
+    ("±", "reward_std", "{:.2f}"),
+    ("zero-var groups", "frac_reward_zero_std", "{:.0%}"),
+    ("len", "completions/mean_length", "{:.0f}"),
+    ("stopped", "completions/stopped_at_answer_ratio", "{:.0%}"),
+    ("lr", "learning_rate", "{:.1e}"),
+]
+
+
+def format_log(logs: dict[str, Any]) -> str:
+    """One readable line from a TRL log dict: total reward, each component, health numbers."""
+    parts = []
+    for label, key, fmt in _COLUMNS[:2]:
+        if key in logs:
+            parts.append(f"{label} {fmt.format(logs[key])}")
+    components = [
+        f"{key.split('/')[1]} {logs[key]:.3f}" for key in sorted(logs) if key.startswith("rewards/") and key.endswith("/mean")
+    ]
+    if components:
+        parts.append("(" + ", ".join(components) + ")")
+    for label, key, fmt in _COLUMNS[2:]:
+        if key in logs:
+            parts.append(f"{label} {fmt.format(logs[key])}")
+    return "  ".join(parts)
+
+
+class ConsoleCallback(ProgressCallback):
+    """The usual progress bar, with compact reward lines instead of raw metric dicts."""
+
+    @classmethod
+    def install(cls, trainer: Any) -> None:
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(cls())
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        line = format_log(logs)
+        if line:
+            message = f"step {state.global_step}/{state.max_steps}  {line}"
+        elif "train_runtime" in logs:
+            message = f"done in {logs['train_runtime']:.0f} s"
+        else:
+            return
+        if self.training_bar is not None:
+            self.training_bar.write(message)
+        else:
+            print(message, flush=True)

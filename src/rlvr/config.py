@@ -1,0 +1,229 @@
+"""Recipes: one YAML file per experiment, validated into a :class:`Recipe`.
+
+A recipe has five sections (see ``docs/recipes.md`` for every field)::
+
+    name: cpu-default            # used for the output directory and the MLflow run
+    model:  ...                  # ModelConfig: which model, LoRA / QLoRA
+    task:   {name: arithmetic, ...}   # the task and its options (validated by the task)
+    rewards: [{name: format, weight: 0.5}, ...]   # reward functions by name (default: the task's)
+    grpo:   {learning_rate: ..., ...}  # any field of TRL's GRPOConfig, passed through
+    run:    ...                  # RunConfig: output, tracking, merge, threads
+
+``--set section.key=value`` overrides any field; values are parsed as YAML.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlvr.config_utils import build_dataclass, check_keys
+from rlvr.errors import RlvrError
+from rlvr.registry import closest
+
+RECIPES_DIR = Path(__file__).parent / "recipes"
+DEFAULT_RECIPE = "cpu-default"
+
+
+@dataclass
+class ModelConfig:
+    #: Hub id, local directory, .gguf file, or the alias 'smollm2-135m-instruct'.
+    name_or_path: str = "smollm2-135m-instruct"
+    #: Weights dtype: auto (float32 on CPU, bfloat16 on GPUs that support it), float32, bfloat16, float16.
+    dtype: str = "auto"
+    #: Train a LoRA adapter (true) or all weights (false).
+    lora: bool = True
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    #: Modules LoRA wraps: 'all-linear' or a list of names such as [q_proj, v_proj].
+    lora_target_modules: Any = "all-linear"
+    #: Modules trained in full beside LoRA (e.g. [lm_head, embed_tokens]); usually none.
+    lora_modules_to_save: Any = None
+    #: QLoRA: load the base model in 4-bit (bitsandbytes, CUDA only).
+    load_in_4bit: bool = False
+    #: When 4-bit is asked without CUDA: 'lora' (warn and train plain LoRA) or 'error'.
+    quantization_fallback: str = "lora"
+    #: Attention implementation passed to transformers (e.g. sdpa, flash_attention_2); None: default.
+    attn_implementation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise RlvrError(f"model.dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}.")
+        if self.quantization_fallback not in ("lora", "error"):
+            raise RlvrError("model.quantization_fallback must be 'lora' or 'error'.")
+        if self.load_in_4bit and not self.lora:
+            raise RlvrError("model.load_in_4bit needs model.lora: true (a 4-bit base model cannot be trained in full).")
+
+
+@dataclass
+class RunConfig:
+    #: Where checkpoints, the adapter and the summary go; '{name}' is the recipe name.
+    output_dir: str = "outputs/{name}"
+    #: MLflow tracking URI; a path ending in .db is a local SQLite store (created on first use).
+    tracking_uri: str = "mlflow.db"
+    #: MLflow experiment name.
+    experiment: str = "rlvr"
+    #: Also save the base model with the LoRA adapter merged in (output_dir/merged).
+    merge_adapter: bool = False
+    #: CPU threads for torch (None: torch's default).
+    threads: int | None = None
+
+
+@dataclass
+class Recipe:
+    name: str
+    model: ModelConfig
+    task: dict[str, Any]
+    rewards: list[dict[str, Any]]
+    grpo: dict[str, Any]
+    run: RunConfig
+    description: str = ""
+    source: str = ""  # where it was loaded from
+
+    @property
+    def task_name(self) -> str:
+        return self.task["name"]
+
+    @property
+    def task_options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.task.items() if k != "name"}
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.run.output_dir.format(name=self.name))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model": dataclasses.asdict(self.model),
+            "task": copy.deepcopy(self.task),
+            "rewards": copy.deepcopy(self.rewards),
+            "grpo": copy.deepcopy(self.grpo),
+            "run": dataclasses.asdict(self.run),
+        }
+
+
+SECTIONS = ["name", "description", "model", "task", "rewards", "grpo", "run"]
+
+
+def builtin_recipes() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def find_recipe(reference: str | None) -> Path:
+    """A recipe path from a file path or a built-in recipe name (None: the CPU default)."""
+    reference = reference or DEFAULT_RECIPE
+    path = Path(reference).expanduser()
+    if path.is_file():
+        return path
+    builtin = RECIPES_DIR / f"{reference.removesuffix('.yaml')}.yaml"
+    if builtin.is_file() and "/" not in reference:
+        return builtin
+    names = builtin_recipes()
+    hint = closest(Path(reference).stem, names)
+    suggestion = f" Did you mean '{hint}'?" if hint else ""
+    raise RlvrError(f"recipe not found: {reference}.{suggestion} Built-in recipes: {', '.join(names)}.")
+
+
+def load_recipe(reference: str | None = None, overrides: list[str] | None = None) -> Recipe:
+    """Load, override (``section.key=value``) and validate a recipe."""
+    path = find_recipe(reference)
+    data = read_yaml(path)
+    for override in overrides or []:
+        apply_override(data, override)
+    recipe = recipe_from_dict(data, where=str(path))
+    recipe.source = str(path)
+    return recipe
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise RlvrError(f"{path}: invalid YAML{where}: {problem}.") from None
+    except OSError as error:
+        raise RlvrError(f"cannot read recipe {path}: {error.strerror}.") from None
+    if data is None:
+        raise RlvrError(f"{path} is empty: a recipe needs at least a task section.")
+    if not isinstance(data, dict):
+        raise RlvrError(f"{path}: a recipe is a mapping of sections ({', '.join(SECTIONS)}).")
+    return data
+
+
+def apply_override(data: dict[str, Any], override: str) -> None:
+    """Set ``section.key=value`` (value parsed as YAML) in raw recipe data."""
+    if "=" not in override:
+        raise RlvrError(f"--set expects section.key=value, got '{override}'.")
+    key, raw = override.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise RlvrError(f"--set expects section.key=value, got '{override}'.")
+    if parts[0] not in SECTIONS:
+        check_keys({parts[0]: None}, SECTIONS, "the recipe (--set)")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        value = raw
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise RlvrError(f"--set {key}: '{part}' is not a section.")
+        node = child
+    node[parts[-1]] = value
+
+
+def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:
+    check_keys(data, SECTIONS, where)
+    task = data.get("task")
+    if isinstance(task, str):
+        task = {"name": task}
+    if not isinstance(task, dict) or "name" not in task:
+        raise RlvrError(f"{where}: 'task' needs a name, e.g. task: {{name: gsm8k}}.")
+    rewards = data.get("rewards") or []
+    if not isinstance(rewards, list):
+        raise RlvrError(f"{where}: 'rewards' must be a list like [{{name: format, weight: 0.5}}].")
+    rewards = [{"name": r} if isinstance(r, str) else r for r in rewards]
+    for reward in rewards:
+        if not isinstance(reward, dict) or "name" not in reward:
+            raise RlvrError(f"{where}: each reward needs a name, e.g. {{name: correctness, weight: 1.0}}.")
+    grpo = data.get("grpo") or {}
+    if not isinstance(grpo, dict):
+        raise RlvrError(f"{where}: 'grpo' must be a mapping of GRPOConfig fields.")
+    check_keys(grpo, grpo_fields(), f"{where}: grpo (TRL GRPOConfig)")
+    return Recipe(
+        name=str(data.get("name") or Path(where).stem),
+        description=str(data.get("description") or ""),
+        model=build_dataclass(ModelConfig, data.get("model") or {}, f"{where}: model"),
+        task=dict(task),
+        rewards=rewards,
+        grpo=dict(grpo),
+        run=build_dataclass(RunConfig, data.get("run") or {}, f"{where}: run"),
+    )
+
+
+def grpo_fields() -> list[str]:
+    from trl import GRPOConfig
+
+    return [f.name for f in dataclasses.fields(GRPOConfig) if f.init and f.name != "output_dir"]
+
+
+def recipe_field_docs() -> dict[str, list[tuple[str, str]]]:
+    """Field names and defaults of the model and run sections (for docs and tests)."""
+    out = {}
+    for section, cls in (("model", ModelConfig), ("run", RunConfig)):
+        out[section] = [(f.name, repr(f.default)) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING]
+    return out
+

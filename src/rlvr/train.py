@@ -1,0 +1,263 @@
+"""Build TRL's GRPOTrainer from a recipe and run it.
+
+The library entry point is :func:`train`; ``rlvr train`` is a thin wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import Recipe
+from rlvr.errors import RlvrError
+
+
+@dataclass
+class TrainResult:
+    output_dir: Path
+    adapter_dir: Path | None
+    merged_dir: Path | None
+    steps: int
+    seconds: float
+    rewards: list[float] = field(default_factory=list)  # mean reward per logged step
+    log_history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def reward_start(self) -> float | None:
+        return _mean(self.rewards[: _window(self.rewards)])
+
+    @property
+    def reward_end(self) -> float | None:
+        return _mean(self.rewards[-_window(self.rewards) :])
+
+
+def _window(values: list[float]) -> int:
+    return max(1, len(values) // 4)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> TrainResult:
+    """Train ``recipe`` and return where the outputs are and how the reward moved."""
+    import torch
+
+    if recipe.run.threads:
+        torch.set_num_threads(recipe.run.threads)
+    trainer = build_trainer(recipe, quiet=quiet)
+    output_dir = recipe.output_dir
+    start = time.time()
+    checkpoint = _checkpoint_to_resume(output_dir, resume)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    seconds = time.time() - start
+    adapter_dir, merged_dir = save_outputs(trainer, recipe)
+    history = list(trainer.state.log_history)
+    rewards = [entry["reward"] for entry in history if "reward" in entry]
+    result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
+    write_summary(result, recipe)
+    return result
+
+
+def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
+    from rlvr.callbacks import ConsoleCallback
+    from rlvr.models import resolve_model
+    from rlvr.tasks import get_task
+    from rlvr.trainer import RlvrGRPOTrainer
+
+    task = get_task(recipe.task_name, recipe.task_options)
+    reward_funcs = task.reward_functions(recipe.rewards)
+    dataset = task.load("train")
+    model_path = resolve_model(recipe.model.name_or_path)
+    tokenizer = load_tokenizer(model_path)
+    model = load_model(model_path, recipe)
+    args = grpo_config(recipe)
+    _configure_tracking(recipe, args)
+    trainer = RlvrGRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(recipe) if recipe.model.lora else None,
+        stop_patterns=task.stop_patterns,
+    )
+    if not quiet:
+        ConsoleCallback.install(trainer)
+    return trainer
+
+
+def load_tokenizer(model_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except OSError:
+        raise RlvrError(_not_found(model_path)) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def _not_found(model_path: str) -> str:
+    return (
+        f"model '{model_path}' not found: it is not a local directory and the Hugging Face Hub is unreachable "
+        "or has no such model. Use a local model directory, a .gguf file, or the built-in 'smollm2-135m-instruct'."
+    )
+
+
+def load_model(model_path: str, recipe: Recipe) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"dtype": _dtype(recipe.model.dtype)}
+    if recipe.model.attn_implementation:
+        kwargs["attn_implementation"] = recipe.model.attn_implementation
+    if recipe.model.load_in_4bit and _four_bit_available(recipe):
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
+    try:
+        return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+    except OSError:
+        raise RlvrError(_not_found(model_path)) from None
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return getattr(torch, name)
+
+
+def _four_bit_available(recipe: Recipe) -> bool:
+    import importlib.util
+
+    import torch
+
+    if torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes"):
+        return True
+    reason = "no CUDA GPU" if not torch.cuda.is_available() else "bitsandbytes is not installed (pip install 'rlvr[qlora]')"
+    if recipe.model.quantization_fallback == "error":
+        raise RlvrError(f"model.load_in_4bit needs CUDA and bitsandbytes ({reason}); set model.load_in_4bit=false.")
+    print(f"rlvr: warning: 4-bit loading unavailable ({reason}); training plain LoRA instead.", file=sys.stderr)
+    return False
+
+
+def lora_config(recipe: Recipe) -> Any:
+    from peft import LoraConfig
+
+    m = recipe.model
+    return LoraConfig(
+        r=m.lora_r,
+        lora_alpha=m.lora_alpha,
+        lora_dropout=m.lora_dropout,
+        target_modules=m.lora_target_modules,
+        modules_to_save=m.lora_modules_to_save,
+        task_type="CAUSAL_LM",
+    )
+
+
+def grpo_config(recipe: Recipe) -> Any:
+    import torch
+    from trl import GRPOConfig
+
+    values = dict(recipe.grpo)
+    on_cpu = not torch.cuda.is_available()
+    if on_cpu:
+        for precision in ("bf16", "fp16"):
+            if values.get(precision):
+                print(f"rlvr: warning: {precision} needs a GPU; training in float32 on CPU.", file=sys.stderr)
+            values[precision] = False
+        values["use_cpu"] = True
+    values.setdefault("report_to", ["mlflow"])
+    values.setdefault("run_name", recipe.name)
+    values["output_dir"] = str(recipe.output_dir)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return GRPOConfig(**values)
+    except (ValueError, TypeError) as error:
+        raise RlvrError(f"grpo settings rejected by TRL: {str(error).splitlines()[0]}") from None
+
+
+def _configure_tracking(recipe: Recipe, args: Any) -> None:
+    report_to = args.report_to or []
+    if "mlflow" not in report_to:
+        return
+    os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri(recipe.run.tracking_uri))
+    os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", recipe.run.experiment)
+
+
+def tracking_uri(value: str) -> str:
+    """An MLflow URI: a ``*.db`` path is a local SQLite store, a directory a file store, URIs pass."""
+    if "://" in value or value.startswith(("databricks", "arn:")):
+        return value
+    path = Path(value).expanduser().resolve()
+    if path.suffix == ".db":
+        return f"sqlite:///{path}"
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    return path.as_uri()
+
+
+def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> str | bool | None:
+    if not resume:
+        return None
+    if isinstance(resume, str) and resume not in ("true", "latest"):
+        if not Path(resume).is_dir():
+            raise RlvrError(f"checkpoint to resume from not found: {resume}")
+        return resume
+    if not any(output_dir.glob("checkpoint-*")):
+        raise RlvrError(f"--resume: no checkpoint-* directory in {output_dir}; train with grpo.save_steps set first.")
+    return True
+
+
+def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None]:
+    output_dir = recipe.output_dir
+    adapter_dir = output_dir / ("adapter" if recipe.model.lora else "model")
+    trainer.save_model(str(adapter_dir))
+    trainer.processing_class.save_pretrained(str(adapter_dir))
+    merged_dir = None
+    if recipe.run.merge_adapter and recipe.model.lora and trainer.accelerator.is_main_process:
+        merged_dir = output_dir / "merged"
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        model.merge_and_unload().save_pretrained(str(merged_dir))
+        trainer.processing_class.save_pretrained(str(merged_dir))
+    return adapter_dir, merged_dir
+
+
+def write_summary(result: TrainResult, recipe: Recipe) -> None:
+    summary = {
+        "recipe": recipe.name,
+        "steps": result.steps,
+        "seconds": round(result.seconds, 1),
+        "reward_start": result.reward_start,
+        "reward_end": result.reward_end,
+        "rewards": result.rewards,
+        "adapter_dir": str(result.adapter_dir) if result.adapter_dir else None,
+        "merged_dir": str(result.merged_dir) if result.merged_dir else None,
+    }
+    result.output_dir.mkdir(parents=True, exist_ok=True)
+    (result.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (result.output_dir / "recipe.yaml").write_text(_yaml(recipe.to_dict()))
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False)

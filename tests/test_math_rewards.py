@@ -1,0 +1,70 @@
+"""format and correctness rewards: TRL's contract, weights, chat input, robustness."""
+
+import pytest
+
+from rlvr.rewards import REWARDS, build_reward
+from rlvr.errors import RlvrError
+
+GOOD = "Tom has 3 boxes of 15, so 3 * 15 = 45.\n#### The final answer is 45\n"
+
+
+def test_format_pays_half_for_a_reasoned_answer_line():
+    assert build_reward("format")([GOOD]) == [0.5]
+
+
+def test_gsm8k_style_answer_line_earns_no_format_reward_but_can_be_correct():
+    text = "3 * 15 = 45\n#### 45"
+    assert build_reward("format")([text]) == [0.0]
+    assert build_reward("correctness")([text], final_answer=["45"]) == [1.0]
+
+
+def test_answer_without_reasoning_earns_no_format_reward():
+    assert build_reward("format")(["#### The final answer is 45"]) == [0.0]
+
+
+def test_correctness_pays_one_within_tolerance():
+    reward = build_reward("correctness")
+    assert reward(["x\n#### The final answer is 45.0004"], final_answer=["45"]) == [1.0]
+    assert reward(["x\n#### The final answer is 45.01"], final_answer=["45"]) == [0.0]
+
+
+def test_thousands_separators_and_negatives_in_gold_are_scored():
+    reward = build_reward("correctness")
+    texts = ["x\n#### The final answer is 1000", "x\n#### The final answer is -3"]
+    assert reward(texts, final_answer=["1,000", "-3"]) == [1.0, 1.0]
+
+
+def test_weights_come_from_the_recipe():
+    assert build_reward("format", {"weight": 2.0})([GOOD]) == [2.0]
+    assert build_reward("correctness", {"weight": 0.25})([GOOD], final_answer=["45"]) == [0.25]
+
+
+def test_chat_completions_use_the_last_assistant_message():
+    chat = [{"role": "assistant", "content": "draft\n#### The final answer is 1"}, {"role": "assistant", "content": GOOD}]
+    assert build_reward("correctness")([chat], final_answer=["45"]) == [1.0]
+    assert build_reward("format")([chat]) == [0.5]
+
+
+@pytest.mark.parametrize("bad", [None, "", 3, [], [{"role": "user"}], {"content": None}, [[1, 2]]])
+def test_malformed_output_scores_zero_and_never_raises(bad):
+    assert build_reward("format")([bad]) == [0.0]
+    assert build_reward("correctness")([bad], final_answer=["1"]) == [0.0]
+
+
+def test_reward_functions_carry_their_names_for_trl_logging():
+    assert build_reward("format").__name__ == "format"
+    assert build_reward("correctness").__name__ == "correctness"
+
+
+def test_unknown_reward_lists_the_valid_ones():
+    with pytest.raises(RlvrError, match="Did you mean 'correctness'"):
+        build_reward("corectness")
+
+
+def test_unknown_reward_parameter_is_named():
+    with pytest.raises(RlvrError, match="no parameter 'wieght'"):
+        build_reward("format", {"wieght": 1})
+
+
+def test_registry_lists_the_math_rewards():
+    assert {"format", "correctness"} <= set(REWARDS.names())
