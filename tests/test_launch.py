@@ -119,3 +119,20 @@ def test_deepspeed_config_without_deepspeed_installed_names_the_extra(monkeypatc
     plan = plan_launch(LaunchOptions("r.yaml", config="zero2"), ClusterEnv(), gpus=1)
     with pytest.raises(RlvrError, match=r"rlvr\[deepspeed\]"):
         check_runnable(plan)
+
+
+def test_a_missing_recipe_stops_before_any_process_starts(bare_environment, capsys, monkeypatch):
+    monkeypatch.setattr(launch_accelerate.subprocess, "run", _no_subprocess)
+    assert main(["launch", "no-such-recipe.yaml"]) == 2
+    assert "recipe not found" in capsys.readouterr().err
+
+
+def test_vllm_asked_on_a_machine_without_it_stops_before_launching(bare_environment, capsys, monkeypatch):
+    monkeypatch.setattr(launch_accelerate.subprocess, "run", _no_subprocess)
+    monkeypatch.setattr("rlvr.launch.engines.vllm_installed", lambda: False)
+    assert main(["launch", "cpu-default", "--set", "grpo.use_vllm=true"]) == 2
+    assert "vLLM is not installed" in capsys.readouterr().err
+
+
+def _no_subprocess(*args, **kwargs):
+    raise AssertionError("no process may start")

@@ -61,23 +61,28 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     history = list(trainer.state.log_history)
     rewards = [entry["reward"] for entry in history if "reward" in entry]
     result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
-    write_summary(result, recipe)
+    if trainer.accelerator.is_main_process:  # one writer when several processes train together
+        write_summary(result, recipe)
     return result
 
 
 def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     from rlvr.callbacks import ConsoleCallback
+    from rlvr.launch.engines import check_generation_engine
     from rlvr.models import resolve_model
     from rlvr.tasks import get_task
     from rlvr.trainer import RlvrGRPOTrainer
 
+    check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
     task = get_task(recipe.task_name, recipe.task_options)
     reward_funcs = task.reward_functions(recipe.rewards)
     dataset = task.load("train")
     model_path = resolve_model(recipe.model.name_or_path)
     tokenizer = load_tokenizer(model_path)
-    model = load_model(model_path, recipe)
+    # GRPOConfig first: under DeepSpeed ZeRO-3 it switches on zero.Init, so from_pretrained loads the
+    # model already partitioned across processes instead of whole on every one.
     args = grpo_config(recipe)
+    model = load_model(model_path, recipe)
     _configure_tracking(recipe, args)
     trainer = RlvrGRPOTrainer(
         model=model,
@@ -230,8 +235,9 @@ def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> str | bool | 
 def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None]:
     output_dir = recipe.output_dir
     adapter_dir = output_dir / ("adapter" if recipe.model.lora else "model")
-    trainer.save_model(str(adapter_dir))
-    trainer.processing_class.save_pretrained(str(adapter_dir))
+    trainer.save_model(str(adapter_dir))  # every process calls it (ZeRO-3 gathers); the main one writes
+    if trainer.accelerator.is_main_process:
+        trainer.processing_class.save_pretrained(str(adapter_dir))
     merged_dir = None
     if recipe.run.merge_adapter and recipe.model.lora and trainer.accelerator.is_main_process:
         merged_dir = output_dir / "merged"

@@ -47,6 +47,8 @@ class LaunchPlan:
     env: dict[str, str] = field(default_factory=dict)
     config_path: Path | None = None
     on_cpu: bool = False
+    recipe: str = ""
+    overrides: list[str] = field(default_factory=list)
 
     def shell(self) -> str:
         prefix = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items()))
@@ -85,9 +87,10 @@ def plan_launch(options: LaunchOptions, cluster: ClusterEnv, gpus: int | None = 
         env["ACCELERATE_USE_CPU"] = "true"
         argv += ["--mixed_precision", "no"]
     argv += ["-m", "rlvr", "train", options.recipe]
-    for override in cluster_overrides(cluster, options.overrides) + options.overrides:
+    overrides = cluster_overrides(cluster, options.overrides) + options.overrides
+    for override in overrides:
         argv += ["--set", override]
-    return LaunchPlan(argv=argv, env=env, config_path=config_path, on_cpu=on_cpu)
+    return LaunchPlan(argv, env, config_path, on_cpu, options.recipe, overrides)
 
 
 def cluster_overrides(cluster: ClusterEnv, user_overrides: list[str]) -> list[str]:
@@ -112,7 +115,14 @@ def _check_topology(num_processes: int, num_machines: int, machine_rank: int, ma
 
 
 def check_runnable(plan: LaunchPlan) -> None:
-    """Fail with one line before launching what cannot run here (dry runs skip this)."""
+    """Fail with one line before starting processes that cannot run here (dry runs skip this).
+
+    Checks the recipe (file, sections, GRPO fields, vLLM availability) once here rather than
+    letting every launched process fail with the same traceback, and the config's needs.
+    """
+    from rlvr.config import load_recipe
+    from rlvr.launch.engines import check_generation_engine
+
     if plan.config_path is not None and uses_deepspeed(plan.config_path):
         if importlib.util.find_spec("deepspeed") is None:
             raise RlvrError(
@@ -120,6 +130,7 @@ def check_runnable(plan: LaunchPlan) -> None:
             )
         if plan.on_cpu:
             raise RlvrError(f"config {plan.config_path.stem} (DeepSpeed) needs GPUs; on CPU use --config ddp.")
+    check_generation_engine(load_recipe(plan.recipe, plan.overrides).grpo)
 
 
 def run_plan(plan: LaunchPlan) -> int:

@@ -33,12 +33,17 @@ def cuda_available() -> bool:
 def check_generation_engine(
     grpo: Mapping[str, Any],
     *,
-    has_vllm: Callable[[], bool] = vllm_installed,
-    has_gpu: Callable[[], bool] = cuda_available,
+    has_vllm: Callable[[], bool] | None = None,
+    has_gpu: Callable[[], bool] | None = None,
 ) -> None:
-    """Raise :class:`RlvrError` when ``grpo`` (the recipe's GRPOConfig settings) asks for vLLM that cannot run here."""
+    """Raise :class:`RlvrError` when ``grpo`` (the recipe's GRPOConfig settings) asks for vLLM that cannot run here.
+
+    ``has_vllm`` / ``has_gpu`` replace the probes of this machine (tests).
+    """
     if not _truthy(grpo.get("use_vllm", False)):
         return
+    has_vllm = has_vllm or vllm_installed
+    has_gpu = has_gpu or cuda_available
     mode = grpo.get("vllm_mode", "colocate")
     if mode not in VLLM_MODES:
         raise RlvrError(f"grpo.vllm_mode must be one of {', '.join(VLLM_MODES)}, got {mode!r}.")
