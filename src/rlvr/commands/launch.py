@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from rlvr.launch.configs import DESCRIPTIONS
 
@@ -51,5 +50,4 @@ def run_launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(plan.shell())
         return 0
-    print(f"rlvr: {plan.shell()}", file=sys.stderr, flush=True)
     return run_plan(plan)

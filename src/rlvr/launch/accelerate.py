@@ -134,8 +134,9 @@ def check_runnable(plan: LaunchPlan) -> None:
 
 
 def run_plan(plan: LaunchPlan) -> int:
-    """Run the command with this interpreter's ``accelerate`` first on PATH; return its exit code."""
+    """Check, show and run the command with this interpreter's ``accelerate`` first on PATH; return its exit code."""
     check_runnable(plan)
+    print(f"rlvr: {plan.shell()}", file=sys.stderr, flush=True)
     env = {**os.environ, **plan.env}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return subprocess.run(plan.argv, env=env, check=False).returncode
