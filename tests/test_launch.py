@@ -136,3 +136,8 @@ def test_vllm_asked_on_a_machine_without_it_stops_before_launching(bare_environm
 
 def _no_subprocess(*args, **kwargs):
     raise AssertionError("no process may start")
+
+
+def test_resume_is_passed_on_to_rlvr_train(bare_environment, capsys):
+    words = dry_run(capsys, "recipe.yaml", "--resume")
+    assert words[words.index("train"):] == ["train", "recipe.yaml", "--resume", "latest"]

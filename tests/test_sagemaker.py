@@ -188,3 +188,16 @@ def test_entry_runs_rlvr_launch_with_the_sagemaker_environment(monkeypatch, caps
     import os
 
     assert os.environ["NCCL_SOCKET_IFNAME"] == "eth7"
+
+
+def test_entry_resumes_when_the_synced_checkpoint_dir_has_a_checkpoint(monkeypatch, tmp_path, capsys):
+    (tmp_path / "checkpoint-20").mkdir()
+    monkeypatch.setattr("rlvr.launch.cluster.SAGEMAKER_CHECKPOINT_DIR", str(tmp_path))
+    monkeypatch.setenv("SM_HOSTS", '["algo-1"]')
+    monkeypatch.setenv("SM_CURRENT_HOST", "algo-1")
+    monkeypatch.setenv("SM_NUM_GPUS", "1")
+    monkeypatch.setenv("SM_MODEL_DIR", str(tmp_path / "model"))
+    (tmp_path / "model").mkdir()
+    assert sagemaker_entry.main(["--config", "ddp", "--dry-run", "recipe.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert f"train recipe.yaml --resume latest --set run.output_dir={tmp_path}" in out

@@ -27,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--main-process-port", type=int, help="port of the rank-0 machine")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="recipe override passed on to rlvr train, repeatable")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="CHECKPOINT",
+                        help="resume from the newest checkpoint in the output directory, or from CHECKPOINT")
     parser.add_argument("--dry-run", action="store_true", help="print the exact command and exit")
     parser.set_defaults(func=run_launch)
 
@@ -44,6 +46,7 @@ def run_launch(args: argparse.Namespace) -> int:
         main_process_ip=args.main_process_ip,
         main_process_port=args.main_process_port,
         overrides=list(args.overrides),
+        resume=args.resume,
     )
     cluster = detect_cluster(os.environ)
     plan = plan_launch(options, cluster)

@@ -37,6 +37,8 @@ class LaunchOptions:
     main_process_ip: str | None = None
     main_process_port: int | None = None
     overrides: list[str] = field(default_factory=list)
+    #: Passed to ``rlvr train --resume``: "latest" (newest checkpoint in the output dir) or a checkpoint path.
+    resume: str | None = None
 
 
 @dataclass
@@ -87,6 +89,8 @@ def plan_launch(options: LaunchOptions, cluster: ClusterEnv, gpus: int | None = 
         env["ACCELERATE_USE_CPU"] = "true"
         argv += ["--mixed_precision", "no"]
     argv += ["-m", "rlvr", "train", options.recipe]
+    if options.resume:
+        argv += ["--resume", options.resume]
     overrides = cluster_overrides(cluster, options.overrides) + options.overrides
     for override in overrides:
         argv += ["--set", override]

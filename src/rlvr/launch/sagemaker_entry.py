@@ -4,7 +4,8 @@ SageMaker runs ``python rlvr_entry.py [rlvr launch arguments]`` on every instanc
 in the job's code directory, after installing its requirements.txt. This script
 puts the staged rlvr package on the path (for the launched processes too), points
 NCCL at the instance's network interface, runs ``rlvr launch`` (which reads the
-SageMaker environment: hosts, rank, GPUs, channels, checkpoint dir), and finally,
+SageMaker environment: hosts, rank, GPUs, channels, checkpoint dir; with ``--resume`` when
+the synced checkpoint dir already holds a checkpoint, as after a spot interruption), and finally,
 on the main instance, copies the finished run from the synced checkpoint
 directory into SM_MODEL_DIR so it becomes the job's model artifact.
 """
@@ -43,8 +44,10 @@ def main(argv: list[str]) -> int:
     from rlvr.cli import main as rlvr_main
     from rlvr.launch.cluster import detect_cluster
 
-    code = rlvr_main(["launch", *argv])
     cluster = detect_cluster(os.environ)
+    if cluster.checkpoint_dir and "--resume" not in argv and any(Path(cluster.checkpoint_dir).glob("checkpoint-*")):
+        argv = ["--resume", *argv]  # a restarted job (spot interruption, retry) continues from the synced checkpoint
+    code = rlvr_main(["launch", *argv])
     if code == 0 and cluster.machine_rank == 0 and cluster.checkpoint_dir and cluster.output_dir:
         publish_model(cluster.checkpoint_dir, cluster.output_dir)
     return code
