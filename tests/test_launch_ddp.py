@@ -90,7 +90,7 @@ def ddp_run(tmp_path_factory):
         "OMP_NUM_THREADS": "1",
     }
     command = [sys.executable, "-m", "rlvr", "launch", "--config", "ddp", "--num-processes", "2", str(recipe)]
-    done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=600)
     return done, root / "out", probes
 
 
