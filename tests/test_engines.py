@@ -49,3 +49,14 @@ def test_the_messages_are_one_line():
         with pytest.raises(RlvrError) as error:
             check_generation_engine(grpo, has_vllm=has_vllm, has_gpu=no)
         assert "\n" not in str(error.value)
+
+
+def test_train_checks_the_engine_before_loading_anything(monkeypatch):
+    from rlvr.config import ModelConfig, Recipe, RunConfig
+    from rlvr.train import build_trainer
+
+    monkeypatch.setattr("rlvr.launch.engines.vllm_installed", no)
+    recipe = Recipe(name="r", model=ModelConfig(name_or_path="/nonexistent/model"), task={"name": "arithmetic"},
+                    rewards=[], grpo={"use_vllm": True}, run=RunConfig())
+    with pytest.raises(RlvrError, match="vLLM is not installed"):
+        build_trainer(recipe, quiet=True)

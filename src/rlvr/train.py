@@ -67,13 +67,15 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
 
 
 def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
-    from rlvr.callbacks import ConsoleCallback
     from rlvr.launch.engines import check_generation_engine
+
+    check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
+
+    from rlvr.callbacks import ConsoleCallback
     from rlvr.models import resolve_model
     from rlvr.tasks import get_task
     from rlvr.trainer import RlvrGRPOTrainer
 
-    check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
     task = get_task(recipe.task_name, recipe.task_options)
     reward_funcs = task.reward_functions(recipe.rewards)
     dataset = task.load("train")
