@@ -60,3 +60,16 @@ def test_train_checks_the_engine_before_loading_anything(monkeypatch):
                     rewards=[], grpo={"use_vllm": True}, run=RunConfig())
     with pytest.raises(RlvrError, match="vLLM is not installed"):
         build_trainer(recipe, quiet=True)
+
+
+def test_vllm_recipe_fields_pass_through_to_trl_grpo_config():
+    from rlvr.config import load_recipe
+    from rlvr.train import grpo_config
+
+    overrides = ["grpo.use_vllm=true", "grpo.vllm_mode=server", "grpo.vllm_server_base_url=http://10.0.0.2:8000",
+                 "grpo.vllm_gpu_memory_utilization=0.25", "run.output_dir=/tmp/rlvr-vllm-fields"]
+    args = grpo_config(load_recipe("cpu-default", overrides))
+    assert args.use_vllm is True
+    assert args.vllm_mode == "server"
+    assert args.vllm_server_base_url == "http://10.0.0.2:8000"
+    assert args.vllm_gpu_memory_utilization == 0.25
