@@ -1,6 +1,6 @@
 """A real multi-process run: `rlvr launch --config ddp --num-processes 2` trains GRPO on CPU (gloo).
 
-A tiny random Llama model is built in the test. Each launched Python process loads a
+It trains the suite's tiny random Llama model (conftest's ``tiny_model_dir``). Each launched Python process loads a
 ``sitecustomize`` probe that records, at exit, its rank and the process group it was in,
 so the test sees both ranks joined one 2-process gloo group, not two lone runs.
 """
@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import rlvr
-from rlvr.testing import build_tiny_model
 
 # Two Python processes importing torch/TRL and training: ~30 s of CPU, 1-2 min wall on a busy 2-core machine.
 pytestmark = pytest.mark.slow
@@ -72,11 +71,10 @@ run:
 
 
 @pytest.fixture(scope="module")
-def ddp_run(tmp_path_factory):
+def ddp_run(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("ddp")
-    model = build_tiny_model(root / "model")
     recipe = root / "recipe.yaml"
-    recipe.write_text(RECIPE.format(model=model, output=root / "out"), encoding="utf-8")
+    recipe.write_text(RECIPE.format(model=tiny_model_dir, output=root / "out"), encoding="utf-8")
     probe_dir, probes = root / "probe", root / "probes"
     probe_dir.mkdir()
     probes.mkdir()
