@@ -65,12 +65,17 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     rewards = [entry["reward"] for entry in history if "reward" in entry]
     result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
     result.evaluations = EvalCallback.results_of(trainer)
-    write_summary(result, recipe)
+    if trainer.accelerator.is_main_process:  # one writer when several processes train together
+        write_summary(result, recipe)
     return result
 
 
 def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = True) -> Any:
     """The GRPO trainer for ``recipe``; ``stop_at_answer=False`` gives plain TRL generation (benchmarks)."""
+    from rlvr.launch.engines import check_generation_engine
+
+    check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
+
     from rlvr.callbacks import ConsoleCallback
     from rlvr.eval_callback import EvalCallback
     from rlvr.models import resolve_model
@@ -86,8 +91,10 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         dataset = apply_filter(dataset, recipe.run.difficulty_filter)
     model_path = resolve_model(recipe.model.name_or_path)
     tokenizer = load_tokenizer(model_path)
-    model = load_model(model_path, recipe)
+    # GRPOConfig first: under DeepSpeed ZeRO-3 it switches on zero.Init, so from_pretrained loads the
+    # model already partitioned across processes instead of whole on every one.
     args = grpo_config(recipe)
+    model = load_model(model_path, recipe)
     _configure_tracking(recipe, args)
     trainer = RlvrGRPOTrainer(
         model=model,
@@ -263,8 +270,9 @@ def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> str | bool | 
 def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None]:
     output_dir = recipe.output_dir
     adapter_dir = output_dir / ("adapter" if recipe.model.lora else "model")
-    trainer.save_model(str(adapter_dir))
-    trainer.processing_class.save_pretrained(str(adapter_dir))
+    trainer.save_model(str(adapter_dir))  # every process calls it (ZeRO-3 gathers); the main one writes
+    if trainer.accelerator.is_main_process:
+        trainer.processing_class.save_pretrained(str(adapter_dir))
     merged_dir = None
     if recipe.run.merge_adapter and recipe.model.lora and trainer.accelerator.is_main_process:
         merged_dir = output_dir / "merged"
