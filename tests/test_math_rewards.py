@@ -2,8 +2,8 @@
 
 import pytest
 
-from rlvr.rewards import REWARDS, build_reward
 from rlvr.errors import RlvrError
+from rlvr.rewards import REWARDS, build_reward
 
 GOOD = "Tom has 3 boxes of 15, so 3 * 15 = 45.\n#### The final answer is 45\n"
 

@@ -22,7 +22,6 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rlvr.errors import RlvrError
 

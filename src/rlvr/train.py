@@ -65,7 +65,8 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     return result
 
 
-def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
+def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = True) -> Any:
+    """The GRPO trainer for ``recipe``; ``stop_at_answer=False`` gives plain TRL generation (benchmarks)."""
     from rlvr.callbacks import ConsoleCallback
     from rlvr.models import resolve_model
     from rlvr.tasks import get_task
@@ -86,7 +87,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora_config(recipe) if recipe.model.lora else None,
-        stop_patterns=task.stop_patterns,
+        stop_patterns=task.stop_patterns if stop_at_answer else None,
     )
     if not quiet:
         ConsoleCallback.install(trainer)
@@ -185,6 +186,9 @@ def grpo_config(recipe: Recipe) -> Any:
                 print(f"rlvr: warning: {precision} needs a GPU; training in float32 on CPU.", file=sys.stderr)
             values[precision] = False
         values["use_cpu"] = True
+    for strategy in ("save_strategy", "eval_strategy", "logging_strategy"):
+        if values.get(strategy) is False:  # YAML reads a bare `no` as false
+            values[strategy] = "no"
     values.setdefault("report_to", ["mlflow"])
     values.setdefault("run_name", recipe.name)
     values["output_dir"] = str(recipe.output_dir)

@@ -16,7 +16,14 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.tasks.base import TASKS, Task, check_split
-from rlvr.tasks.prompts import STOP_PATTERNS, Exemplar, check_shots, choose_exemplars, render_chat, render_prompt
+from rlvr.tasks.prompts import (
+    STOP_PATTERNS,
+    Exemplar,
+    check_shots,
+    choose_exemplars,
+    render_chat,
+    render_prompt,
+)
 
 _SPLIT_OFFSETS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}
 _EXEMPLAR_OFFSET = 3_000_017

@@ -20,7 +20,14 @@ from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 from rlvr.tasks.base import TASKS, Task, check_split
 from rlvr.tasks.exemplars import BUILTIN_EXEMPLARS
-from rlvr.tasks.prompts import STOP_PATTERNS, Exemplar, check_shots, choose_exemplars, render_chat, render_prompt
+from rlvr.tasks.prompts import (
+    STOP_PATTERNS,
+    Exemplar,
+    check_shots,
+    choose_exemplars,
+    render_chat,
+    render_prompt,
+)
 from rlvr.verifiers.math import find_answer_line
 
 HUB_ID = "openai/gsm8k"

@@ -1,0 +1,137 @@
+"""Domain writing judged by a keyword rubric: the right terminology, used in real sentences.
+
+The built-in prompt set is 48 clinical vignettes written for rlvr
+(``rlvr/data/keywords/medical_prompts.jsonl``), judged by the medical rubric
+beside it. Users bring their own with ``prompts: my_prompts.jsonl`` (one
+``{"prompt": ...}`` object per line; optional ``id`` and ``rubric``, a rubric
+path relative to the JSONL file for rows judged differently) and
+``rubric: my_rubric.yaml``.
+
+Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
+``test_fraction`` and ``validation_fraction`` of them, ``train`` the rest.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.errors import RlvrError
+from rlvr.jsonl import read_jsonl
+from rlvr.rewards.base import RewardFunc
+from rlvr.rewards.keywords import judge_completion, rubric_for
+from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
+
+BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
+
+
+@TASKS.register("keywords")
+@dataclass
+class KeywordsTask(Task):
+    """Prompts answered in prose, rewarded by a keyword rubric that resists keyword stuffing."""
+
+    #: Prompts JSONL (None: the built-in clinical vignettes).
+    prompts: str | None = None
+    #: Rubric YAML judging every row without its own (None: the built-in medical rubric).
+    rubric: str | None = None
+    #: Render prompts as chat messages (for instruct models); else plain text ending in "Answer:".
+    chat: bool = True
+    #: Switch the rubric's semantic context check on or off (None: as the rubric says).
+    semantic: bool | None = None
+    seed: int = 42
+    validation_fraction: float = 0.1
+    test_fraction: float = 0.2
+    #: Keep only the first N rows of a split (None: all).
+    limit: int | None = None
+
+    name = "keywords"
+    default_rewards = [{"name": "keywords", "weight": 1.0}]
+
+    def __post_init__(self) -> None:
+        for name in ("validation_fraction", "test_fraction"):
+            if not 0 < getattr(self, name) < 0.5:
+                raise RlvrError(f"keywords {name} must lie strictly between 0 and 0.5.")
+        if self.limit is not None and self.limit < 1:
+            raise RlvrError("keywords limit must be a positive integer.")
+        load_rubric(self.rubric)  # a broken rubric fails now, naming what to fix
+
+    def load(self, split: str) -> Any:
+        from datasets import Dataset
+
+        rows = self.rows(split)
+        if self.limit is not None:
+            rows = rows[: self.limit]
+        return Dataset.from_list([self._record(index, row) for index, row in rows])
+
+    def rows(self, split: str) -> list[tuple[int, dict[str, Any]]]:
+        """(line index in the prompts file, row) for ``split``, before any limit."""
+        check_split(split)
+        source = self._source()
+        if len(source) < 3:
+            raise RlvrError(f"{self._prompts_path()} has {len(source)} prompts; the three splits need at least 3.")
+        order = list(range(len(source)))
+        random.Random(self.seed).shuffle(order)
+        n_test = max(1, round(len(order) * self.test_fraction))
+        n_validation = max(1, round(len(order) * self.validation_fraction))
+        chosen = {
+            "test": order[:n_test],
+            "validation": order[n_test : n_test + n_validation],
+            "train": order[n_test + n_validation :],
+        }[split]
+        return [(i, source[i]) for i in sorted(chosen)]
+
+    def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
+        """As the base class, with this task's rubric and semantic setting filled into ``keywords`` rewards."""
+        specs = [dict(spec) for spec in (specs or self.default_rewards)]
+        for spec in specs:
+            if spec.get("name") == "keywords":
+                spec.setdefault("rubric", self.rubric)
+                spec.setdefault("semantic", self.semantic)
+        return super().reward_functions(specs)
+
+    def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None) -> list[dict[str, Any]]:
+        """``{"reward": score, "explanation": {...}}`` per record; a record's ``rubric`` field overrides the task's."""
+        if rewards:
+            return super().score_records(records, rewards)
+        default = self.default_rubric()
+        results = []
+        for record in records:
+            judgement = judge_completion(record.get("completion", ""), rubric_for(record.get("rubric"), default), self.semantic)
+            results.append({"reward": judgement.score, "explanation": judgement.explanation()})
+        return results
+
+    def default_rubric(self) -> Rubric:
+        return load_rubric(self.rubric)
+
+    def _record(self, index: int, row: dict[str, Any]) -> dict[str, Any]:
+        own = row.get("rubric") or ""
+        rubric = load_rubric(own) if own else self.default_rubric()
+        text = str(row["prompt"]).strip()
+        if rubric.instructions:
+            text = f"{text}\n\n{rubric.instructions}"
+        return {
+            "id": str(row.get("id") or f"keywords-{index}"),
+            "prompt": [{"role": "user", "content": text}] if self.chat else f"{text}\n\nAnswer:\n",
+            "question": str(row["prompt"]).strip(),
+            "rubric": own,
+        }
+
+    def _prompts_path(self) -> Path:
+        return Path(self.prompts).expanduser() if self.prompts else BUILTIN_PROMPTS
+
+    def _source(self) -> list[dict[str, Any]]:
+        cache = self.__dict__.setdefault("_cache", {})
+        if "rows" not in cache:
+            path = self._prompts_path()
+            rows = read_jsonl(path, required=("prompt",))
+            for number, row in enumerate(rows, start=1):
+                if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+                    raise RlvrError(f"{path}: record {number} has an empty or non-text 'prompt'.")
+                if row.get("rubric"):
+                    row["rubric"] = str((path.parent / str(row["rubric"])).expanduser().resolve())
+                    load_rubric(row["rubric"])
+            cache["rows"] = rows
+        return cache["rows"]

@@ -1,0 +1,303 @@
+"""Judge a text against a keyword rubric: coverage, patterns, penalties, and why.
+
+``judge(text, rubric)`` returns a :class:`Judgement` whose ``score`` lies in
+[0, 1] and whose ``explanation()`` says which groups were covered, which
+patterns held, and what each penalty cost. The score is::
+
+    base = (1 - pattern_weight) * share of groups covered + pattern_weight * share of patterns satisfied
+           (just the share of groups when the rubric has no patterns)
+    score = base * outside_sentence * repeats * density * length * forbidden
+
+A mention *covers* its group only inside a well-formed sentence (see
+:mod:`rlvr.verifiers.sentences`), not negated (unless the group allows it) and,
+with the semantic check on, in a sentence close in meaning to the group's
+description. Each penalty is a factor in [0, 1] aimed at one exploit; see
+``docs/keyword-rewards.md``.
+
+Work is capped: only the first :data:`MAX_ANALYSED_CHARS` characters are read
+for mentions (the length penalty still counts every word), and at most
+:data:`MAX_MENTIONS` mentions are collected.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlvr.verifiers.keyword_rubric import WORD, Rubric
+from rlvr.verifiers.sentences import Unit, comma_run_words, is_negated, sentence_problem, split_units
+
+MAX_ANALYSED_CHARS = 100_000
+MAX_MENTIONS = 5_000
+_EVIDENCE_CHARS = 200
+
+
+@dataclass
+class Mention:
+    group: str | None  # None: a forbidden term
+    term: str
+    unit: int
+    start: int
+    end: int
+    outside: str | None = None  # why the mention is not inside a well-formed sentence
+    negated: bool = False
+    off_topic: bool = False  # failed the semantic check
+
+    @property
+    def words(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class Penalty:
+    factor: float
+    detail: str
+
+
+@dataclass
+class Judgement:
+    score: float
+    base: float
+    groups: dict[str, dict[str, Any]]
+    patterns: dict[str, dict[str, Any]]
+    penalties: dict[str, Penalty]
+    words: int
+    sentences: int
+    truncated: bool = False
+    semantic: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def explanation(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): the score, its base, every group, pattern and penalty."""
+        return {
+            "score": self.score,
+            "summary": self.summary(),
+            "base": self.base,
+            "groups": self.groups,
+            "patterns": self.patterns,
+            "penalties": {name: {"factor": p.factor, "detail": p.detail} for name, p in self.penalties.items()},
+            "words": self.words,
+            "well_formed_sentences": self.sentences,
+            "truncated": self.truncated,
+            "semantic_check": self.semantic,
+        }
+
+    def summary(self) -> str:
+        covered = sum(g["covered"] for g in self.groups.values())
+        held = sum(p["satisfied"] for p in self.patterns.values())
+        parts = [f"{self.score:.3f} = base {self.base:.3f} (groups {covered}/{len(self.groups)}"]
+        parts[0] += f", patterns {held}/{len(self.patterns)})" if self.patterns else ")"
+        parts += [f"{name} {p.factor:.2f}" for name, p in self.penalties.items() if p.factor < 1]
+        return " x ".join(parts)
+
+
+def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
+    """Score ``text`` against ``rubric``; ``semantic`` overrides the rubric's semantic setting."""
+    text = text if isinstance(text, str) else ""
+    use_semantic = rubric.semantic_enabled if semantic is None else semantic
+    total_words = sum(1 for _ in WORD.finditer(text))
+    analysed = text[:MAX_ANALYSED_CHARS]
+    units = split_units(analysed)
+    mentions, problems = _find_mentions(units, rubric)
+    if use_semantic:
+        _semantic_check(mentions, units, rubric)
+    groups = _group_verdicts(mentions, units, rubric, use_semantic)
+    patterns = _pattern_verdicts(mentions, units, problems, rubric)
+    base = _base(groups, patterns, rubric)
+    analysed_words = sum(len(u.words) for u in units)
+    penalties = _penalties(mentions, analysed_words, total_words, rubric)
+    score = base
+    for penalty in penalties.values():
+        score *= penalty.factor
+    return Judgement(
+        score=round(min(1.0, max(0.0, score)), 4),
+        base=round(base, 4),
+        groups=groups,
+        patterns=patterns,
+        penalties=penalties,
+        words=total_words,
+        sentences=sum(problem is None for problem in problems),
+        truncated=len(text) > MAX_ANALYSED_CHARS,
+        semantic=use_semantic,
+    )
+
+
+def _find_mentions(units: list[Unit], rubric: Rubric) -> tuple[list[Mention], list[str | None]]:
+    """Every mention (longest match first, no overlaps) and, per unit, why it is not a sentence (None: it is)."""
+    mentions: list[Mention] = []
+    problems: list[str | None] = []
+    rules = rubric.sentences
+    for number, unit in enumerate(units):
+        found = _match(unit.words, rubric.index, number) if len(mentions) < MAX_MENTIONS else []
+        mentions.extend(found)
+        is_keyword = [False] * len(unit.words)
+        for mention in found:
+            if mention.group is not None:
+                is_keyword[mention.start : mention.end] = [True] * mention.words
+        problem = sentence_problem(unit, rules.min_words, rules.max_words)
+        if problem is None and unit.words and sum(is_keyword) / len(unit.words) > rules.max_keyword_share:
+            problem = f"more than {rules.max_keyword_share:.0%} of its words are keywords"
+        problems.append(problem)
+        in_list = comma_run_words(unit, is_keyword) if problem is None and found else set()
+        for mention in found:
+            mention.outside = problem or ("inline list of terms" if mention.start in in_list else None)
+            mention.negated = is_negated(unit, mention.start, mention.end)
+    return mentions[:MAX_MENTIONS], problems
+
+
+def _match(words: list[str], index: dict[str, list[Any]], unit: int) -> list[Mention]:
+    found = []
+    i = 0
+    while i < len(words):
+        for form, group, term in index.get(words[i], ()):
+            if tuple(words[i : i + len(form)]) == form:
+                found.append(Mention(group, term, unit, i, i + len(form)))
+                i += len(form)
+                break
+        else:
+            i += 1
+    return found
+
+
+def _counts(mention: Mention, rubric: Rubric) -> bool:
+    """Whether a group mention covers its group."""
+    group = next(g for g in rubric.groups if g.name == mention.group)
+    return mention.outside is None and not mention.off_topic and (group.count_negated or not mention.negated)
+
+
+def _group_verdicts(mentions: list[Mention], units: list[Unit], rubric: Rubric, semantic: bool) -> dict[str, dict[str, Any]]:
+    verdicts = {}
+    for group in rubric.groups:
+        own = [m for m in mentions if m.group == group.name]
+        valid = [m for m in own if _counts(m, rubric)]
+        verdict: dict[str, Any] = {
+            "covered": bool(valid),
+            "mentions": len(own),
+            "counted": len(valid),
+            "negated": sum(m.negated and m.outside is None for m in own),
+            "outside_sentences": sum(m.outside is not None for m in own),
+            "terms": sorted({m.term for m in valid}),
+        }
+        if semantic and group.description:
+            verdict["off_topic"] = sum(m.off_topic for m in own)
+        if valid:
+            verdict["evidence"] = units[valid[0].unit].text[:_EVIDENCE_CHARS]
+        elif own:
+            first = own[0]
+            reason = first.outside or ("negated" if first.negated else "sentence far from the group's description")
+            verdict["not_counted_because"] = f"'{first.term}': {reason}"
+        verdicts[group.name] = verdict
+    return verdicts
+
+
+def _pattern_verdicts(mentions: list[Mention], units: list[Unit], problems: list[str | None], rubric: Rubric) -> dict[str, dict[str, Any]]:
+    by_unit: dict[int, list[Mention]] = {}
+    for mention in mentions:
+        if mention.group is not None and _counts(mention, rubric):
+            by_unit.setdefault(mention.unit, []).append(mention)
+    verdicts = {}
+    for pattern in rubric.patterns:
+        verdict: dict[str, Any] = {"satisfied": False, "groups": list(pattern.groups)}
+        for number, found in by_unit.items():
+            if problems[number] is None and _holds(pattern.groups, pattern.in_order, pattern.within_words, found):
+                verdict.update(satisfied=True, evidence=units[number].text[:_EVIDENCE_CHARS])
+                break
+        verdicts[pattern.name] = verdict
+    return verdicts
+
+
+def _holds(groups: tuple[str, ...], in_order: bool, within: int | None, found: list[Mention]) -> bool:
+    """Whether one sentence's mentions contain every group (in order, within ``within`` words when asked)."""
+    starts = {g: sorted(m.start for m in found if m.group == g) for g in set(groups)}
+    if any(not positions for positions in starts.values()):
+        return False
+    limit = within if within is not None else float("inf")
+    if not in_order:
+        # Smallest window holding one mention of each group: the latest first-mention after each start.
+        for first in sorted({p for positions in starts.values() for p in positions}):
+            ends = [positions[bisect_right(positions, first - 1)] for positions in starts.values() if positions[-1] >= first]
+            if len(ends) == len(starts) and max(ends) - first <= limit:
+                return True
+        return False
+    for first in starts[groups[0]]:
+        position = first
+        for group in groups[1:]:
+            positions = starts[group]
+            at = bisect_right(positions, position)
+            if at == len(positions):
+                position = None
+                break
+            position = positions[at]
+        if position is not None and position - first <= limit:
+            return True
+    return False
+
+
+def _base(groups: dict[str, dict[str, Any]], patterns: dict[str, dict[str, Any]], rubric: Rubric) -> float:
+    group_share = sum(g["covered"] for g in groups.values()) / len(groups)
+    if not patterns:
+        return group_share
+    pattern_share = sum(p["satisfied"] for p in patterns.values()) / len(patterns)
+    return (1 - rubric.pattern_weight) * group_share + rubric.pattern_weight * pattern_share
+
+
+def _penalties(mentions: list[Mention], analysed_words: int, total_words: int, rubric: Rubric) -> dict[str, Penalty]:
+    settings = rubric.penalties
+    keywords = [m for m in mentions if m.group is not None]
+    outside = sum(m.outside is not None for m in keywords)
+    share = outside / len(keywords) if keywords else 0.0
+    penalties = {
+        "outside_sentence": Penalty(
+            round(1 - settings.outside_sentence * share, 4),
+            f"{outside} of {len(keywords)} keyword mentions outside well-formed sentences",
+        )
+    }
+    counts: dict[str, int] = {}
+    for mention in keywords:
+        counts[mention.term] = counts.get(mention.term, 0) + 1
+    excess = {term: n - settings.repeat_cap for term, n in counts.items() if n > settings.repeat_cap}
+    worst = ", ".join(f"'{t}' x{counts[t]}" for t in sorted(excess, key=lambda t: -excess[t])[:3])
+    penalties["repeats"] = Penalty(
+        round(max(0.0, 1 - settings.repeat_penalty * sum(excess.values())), 4),
+        f"{sum(excess.values())} mentions beyond the cap of {settings.repeat_cap} per term" + (f" ({worst})" if worst else ""),
+    )
+    keyword_words = sum(m.words for m in keywords)
+    density = keyword_words / analysed_words if analysed_words else 0.0
+    threshold = settings.density_threshold
+    penalties["density"] = Penalty(
+        round(1.0 if density <= threshold else max(0.0, 1 - (density - threshold) / threshold), 4),
+        f"keyword density {density:.1%} (threshold {threshold:.0%})",
+    )
+    penalties["length"] = _length_penalty(total_words, rubric)
+    forbidden = [m for m in mentions if m.group is None]
+    terms = sorted({m.term for m in forbidden})
+    penalties["forbidden"] = Penalty(
+        round(max(0.0, 1 - settings.forbidden * len(forbidden)), 4),
+        f"{len(forbidden)} forbidden mentions" + (f" ({', '.join(terms[:5])})" if terms else ""),
+    )
+    return penalties
+
+
+def _length_penalty(words: int, rubric: Rubric) -> Penalty:
+    low, high = rubric.min_words, rubric.max_words
+    bounds = f"bounds {low if low is not None else 0}-{high if high is not None else 'any'}"
+    if low is not None and words < low:
+        return Penalty(round(words / low, 4), f"{words} words, below {bounds}")
+    if high is not None and words > high:
+        return Penalty(round(high / words, 4), f"{words} words, above {bounds}")
+    return Penalty(1.0, f"{words} words, within {bounds}")
+
+
+def _semantic_check(mentions: list[Mention], units: list[Unit], rubric: Rubric) -> None:
+    """Mark mentions whose sentence is not close in meaning to their group's description."""
+    from rlvr.verifiers.semantic import similarities
+
+    descriptions = {g.name: g.description for g in rubric.groups if g.description}
+    pairs = sorted({(m.unit, m.group) for m in mentions if m.group in descriptions and m.outside is None})
+    if not pairs:
+        return
+    scores = similarities([units[u].text for u, _ in pairs], [descriptions[g] for _, g in pairs])
+    far = {pair for pair, score in zip(pairs, scores, strict=True) if score < rubric.semantic_threshold}
+    for mention in mentions:
+        mention.off_topic = (mention.unit, mention.group) in far

@@ -1,0 +1,80 @@
+"""Recipe loading, overrides and errors."""
+
+import pytest
+
+from rlvr.config import builtin_recipes, load_recipe
+from rlvr.errors import RlvrError
+
+
+def write(tmp_path, text):
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_no_argument_loads_the_embedded_cpu_default():
+    recipe = load_recipe(None)
+    assert recipe.name == "cpu-default"
+    assert recipe.model.name_or_path == "smollm2-135m-instruct"
+    assert recipe.task_name == "arithmetic"
+
+
+def test_every_builtin_recipe_loads():
+    for name in builtin_recipes():
+        assert load_recipe(name).task_name
+
+
+def test_published_recipe_keeps_the_published_hyperparameters():
+    recipe = load_recipe("gsm8k-qwen2.5-0.5b-qlora")
+    g = recipe.grpo
+    assert recipe.model.load_in_4bit and recipe.model.lora_r == 16 and recipe.model.lora_alpha == 16
+    assert recipe.task["shots"] == 8
+    assert (g["learning_rate"], g["num_train_epochs"], g["per_device_train_batch_size"]) == (1.84e-4, 2, 16)
+    assert (g["gradient_accumulation_steps"], g["lr_scheduler_type"], g["warmup_steps"], g["seed"]) == (2, "cosine", 0.1, 42)
+    assert g["logging_steps"] == 5 and "mlflow" in g["report_to"]
+
+
+def test_set_overrides_any_field_with_yaml_values():
+    recipe = load_recipe(None, ["grpo.max_steps=3", "task.shots=2", "model.lora_r=4", "run.output_dir=/tmp/x"])
+    assert recipe.grpo["max_steps"] == 3 and recipe.task["shots"] == 2
+    assert recipe.model.lora_r == 4 and str(recipe.output_dir) == "/tmp/x"
+
+
+def test_unknown_section_names_the_closest(tmp_path):
+    with pytest.raises(RlvrError, match="unknown key 'modle'.*Did you mean 'model'"):
+        load_recipe(write(tmp_path, "modle: {}\ntask: {name: gsm8k}\n"))
+
+
+def test_unknown_grpo_field_names_the_closest(tmp_path):
+    with pytest.raises(RlvrError, match="unknown key 'learning_rte'.*Did you mean 'learning_rate'"):
+        load_recipe(write(tmp_path, "task: {name: gsm8k}\ngrpo: {learning_rte: 1.0e-4}\n"))
+
+
+def test_unknown_model_field_names_the_closest(tmp_path):
+    with pytest.raises(RlvrError, match="Did you mean 'lora_r'"):
+        load_recipe(write(tmp_path, "task: {name: gsm8k}\nmodel: {lora_rr: 8}\n"))
+
+
+def test_wrongly_typed_field_says_what_it_needs(tmp_path):
+    with pytest.raises(RlvrError, match="'lora_r' must be an integer"):
+        load_recipe(write(tmp_path, "task: {name: gsm8k}\nmodel: {lora_r: many}\n"))
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    with pytest.raises(RlvrError, match=r"invalid YAML at line \d+"):
+        load_recipe(write(tmp_path, "task: {name: gsm8k}\ngrpo: [unclosed\n"))
+
+
+def test_missing_recipe_lists_the_builtin_ones():
+    with pytest.raises(RlvrError, match="recipe not found: nope.yaml.*Built-in recipes: .*cpu-default"):
+        load_recipe("nope.yaml")
+
+
+def test_recipe_without_task_is_refused(tmp_path):
+    with pytest.raises(RlvrError, match="'task' needs a name"):
+        load_recipe(write(tmp_path, "model: {lora: true}\n"))
+
+
+def test_bad_override_is_explained():
+    with pytest.raises(RlvrError, match="--set expects section.key=value"):
+        load_recipe(None, ["grpo.max_steps"])

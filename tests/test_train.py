@@ -1,0 +1,82 @@
+"""A real GRPO run (TRL + peft) on a tiny random model built in the test."""
+
+import json
+
+import pytest
+
+from rlvr.config import load_recipe
+from rlvr.errors import RlvrError
+from rlvr.train import train
+
+
+def tiny_recipe(model_dir, output_dir, *extra):
+    return load_recipe(
+        None,
+        [
+            f"model.name_or_path={model_dir}",
+            "task.train_size=16",
+            "task.shots=1",
+            "grpo.max_steps=2",
+            "grpo.per_device_train_batch_size=8",
+            "grpo.num_generations=4",
+            "grpo.max_completion_length=8",
+            "grpo.save_strategy=no",
+            "grpo.report_to=[]",
+            f"run.output_dir={output_dir}",
+            *extra,
+        ],
+    )
+
+
+def test_two_grpo_steps_train_and_save_an_adapter(tiny_model_dir, tmp_path):
+    result = train(tiny_recipe(tiny_model_dir, tmp_path / "out"), quiet=True)
+    assert result.steps == 2
+    assert (result.adapter_dir / "adapter_config.json").is_file()
+    assert (result.adapter_dir / "adapter_model.safetensors").is_file()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["steps"] == 2 and len(summary["rewards"]) == 2
+
+
+def test_merged_model_is_saved_on_request(tiny_model_dir, tmp_path):
+    result = train(tiny_recipe(tiny_model_dir, tmp_path / "out", "run.merge_adapter=true", "grpo.max_steps=1"), quiet=True)
+    assert (result.merged_dir / "config.json").is_file()
+    assert not (result.merged_dir / "adapter_config.json").exists()
+
+
+def test_reward_components_reach_mlflow(tiny_model_dir, tmp_path):
+    import mlflow
+
+    db = tmp_path / "mlflow.db"
+    recipe = tiny_recipe(
+        tiny_model_dir, tmp_path / "out", "grpo.report_to=[mlflow]", f"run.tracking_uri={db}", "grpo.max_steps=1"
+    )
+    train(recipe, quiet=True)
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("rlvr")
+    run = client.search_runs([experiment.experiment_id])[0]
+    assert {"reward", "rewards/format/mean", "rewards/correctness/mean"} <= set(run.data.metrics)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
+    with pytest.raises(RlvrError, match="no checkpoint"):
+        train(tiny_recipe(tiny_model_dir, tmp_path / "out"), resume=True, quiet=True)
+
+
+def test_training_resumes_from_a_checkpoint(tiny_model_dir, tmp_path):
+    out = tmp_path / "out"
+    train(tiny_recipe(tiny_model_dir, out, "grpo.save_strategy=steps", "grpo.save_steps=1"), quiet=True)
+    assert (out / "checkpoint-2").is_dir()
+    result = train(tiny_recipe(tiny_model_dir, out, "grpo.max_steps=3", "grpo.save_strategy=no"), resume=True, quiet=True)
+    assert result.steps == 3
+
+
+def test_four_bit_on_cpu_falls_back_to_lora_with_a_warning(tiny_model_dir, tmp_path, capsys):
+    result = train(tiny_recipe(tiny_model_dir, tmp_path / "out", "model.load_in_4bit=true", "grpo.max_steps=1"), quiet=True)
+    assert result.steps == 1
+    assert "training plain LoRA instead" in capsys.readouterr().err
+
+
+def test_four_bit_on_cpu_can_be_an_error(tiny_model_dir, tmp_path):
+    recipe = tiny_recipe(tiny_model_dir, tmp_path / "out", "model.load_in_4bit=true", "model.quantization_fallback=error")
+    with pytest.raises(RlvrError, match="needs CUDA and bitsandbytes"):
+        train(recipe, quiet=True)
