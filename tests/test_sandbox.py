@@ -19,7 +19,7 @@ HONEST = "def add(a, b):\n    return a + b\n"
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with Sandbox(workers=2, limits=Limits(timeout=1.5, memory_mb=512)) as box:
+    with Sandbox(workers=2, limits=Limits(timeout=3, memory_mb=512)) as box:
         yield box
 
 
@@ -181,7 +181,8 @@ def test_working_directory_is_fresh_and_removed(sandbox):
 
 
 def test_huge_file_is_stopped_by_the_file_size_limit(sandbox):
-    result = sandbox.run("open('big', 'wb').write(b'x' * (64 * 1024 * 1024))\n", ADD_TESTS)
+    program = "with open('big', 'wb') as out:\n    for _ in range(4):\n        out.write(b'x' * 1024 * 1024)\n"
+    result = sandbox.run(program, ADD_TESTS, Limits(timeout=10, fsize_mb=1))
     assert result.status == "runtime_error"
 
 
@@ -319,7 +320,7 @@ def test_isolation_is_reported():
 
 @pytest.fixture(scope="module")
 def plain_sandbox():
-    with Sandbox(workers=1, limits=Limits(timeout=1.5, memory_mb=512), namespaces=False) as box:
+    with Sandbox(workers=1, limits=Limits(timeout=3, memory_mb=512), namespaces=False) as box:
         yield box
 
 

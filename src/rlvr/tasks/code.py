@@ -90,6 +90,8 @@ class CodeTask(Task):
 
     name = "code"
     stop_patterns = PROGRAM_STOPS
+    #: Instances replace this with their own partial/timeout/memory options.
+    default_rewards = [{"name": "code_execution"}]
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
