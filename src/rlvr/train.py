@@ -240,8 +240,20 @@ def _configure_tracking(recipe: Recipe, args: Any) -> None:
     report_to = args.report_to or []
     if "mlflow" not in report_to:
         return
-    os.environ.setdefault("MLFLOW_TRACKING_URI", tracking_uri(recipe.run.tracking_uri))
-    os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", recipe.run.experiment)
+    _set_env("MLFLOW_TRACKING_URI", tracking_uri(recipe.run.tracking_uri))
+    _set_env("MLFLOW_EXPERIMENT_NAME", recipe.run.experiment)
+
+
+_SET_BY_RLVR: dict[str, str] = {}
+
+
+def _set_env(name: str, value: str) -> None:
+    """Set ``name`` for this run unless the user set it: their environment wins over the recipe."""
+    current = os.environ.get(name)
+    if current is not None and _SET_BY_RLVR.get(name) != current:
+        return
+    os.environ[name] = value
+    _SET_BY_RLVR[name] = value
 
 
 def tracking_uri(value: str) -> str:
