@@ -67,6 +67,7 @@ def main() -> None:
         "grpo.report_to=[]",
         "grpo.save_strategy=no",
         "grpo.logging_steps=1",
+        "run.eval_items=0",  # held-out evaluation would land inside the last timed step
         *args.overrides,
     ]
     results = {}
