@@ -7,14 +7,14 @@ from rlvr.rewards.base import build_reward
 from rlvr.rewards.process import step_credit, step_results
 
 REFERENCE = (
-    "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
-    "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72"
+    "She sold 48/2 = <<48/2=24>>24 muffins on Tuesday.\n"
+    "She sold 48+24 = <<48+24=72>>72 muffins on the two days.\n#### 72"
 )
 
 
 def test_reasoning_required_penalises_an_answer_line_with_nothing_before_it():
     reward = build_reward("reasoning_required", {"penalty": -0.5})
-    completions = ["#### The final answer is 72", "24 + 48 = 72\n#### The final answer is 72", "72 clips"]
+    completions = ["#### The final answer is 72", "24 + 48 = 72\n#### The final answer is 72", "72 muffins"]
     assert reward(completions) == [-0.5, 0.0, 0.0]
 
 
