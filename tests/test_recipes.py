@@ -78,3 +78,8 @@ def test_recipe_without_task_is_refused(tmp_path):
 def test_bad_override_is_explained():
     with pytest.raises(RlvrError, match="--set expects section.key=value"):
         load_recipe(None, ["grpo.max_steps"])
+
+
+def test_wrongly_typed_grpo_field_is_refused_before_training():
+    with pytest.raises(RlvrError, match="grpo 'learning_rate' must be a number"):
+        load_recipe(None, ["grpo.learning_rate=abc"])

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from rlvr.config_utils import build_dataclass, check_keys
+from rlvr.config_utils import build_dataclass, check_keys, coerce
 from rlvr.errors import RlvrError
 from rlvr.registry import closest
 
@@ -238,6 +238,7 @@ def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:
     if not isinstance(grpo, dict):
         raise RlvrError(f"{where}: 'grpo' must be a mapping of GRPOConfig fields.")
     check_keys(grpo, grpo_fields(), f"{where}: grpo (TRL GRPOConfig)")
+    grpo = check_grpo_types(grpo, where)
     return Recipe(
         name=str(data.get("name") or Path(where).stem),
         description=str(data.get("description") or ""),
@@ -247,6 +248,19 @@ def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:
         grpo=dict(grpo),
         run=build_dataclass(RunConfig, data.get("run") or {}, f"{where}: run"),
     )
+
+
+def check_grpo_types(grpo: dict[str, Any], where: str) -> dict[str, Any]:
+    """Type-check scalar GRPOConfig fields: TRL accepts ``learning_rate: abc`` and fails mid-training."""
+    import typing
+
+    from trl import GRPOConfig
+
+    try:
+        hints = typing.get_type_hints(GRPOConfig)
+    except Exception:  # noqa: BLE001 (unresolvable annotations: leave checking to TRL)
+        return grpo
+    return {key: coerce(value, hints.get(key, Any), f"{where}: grpo '{key}'") for key, value in grpo.items()}
 
 
 def grpo_fields() -> list[str]:
