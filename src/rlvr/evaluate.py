@@ -327,6 +327,12 @@ def evaluate(config: EvalConfig) -> EvalResult:
     if config.max_new_tokens < 1 or config.batch_size < 1:
         raise RlvrError("--max-new-tokens and --batch-size must be positive integers.")
     backend_name = choose_backend(config.backend)
+    from rlvr.models import resolve_model
+
+    for spec in config.models:  # a missing model or adapter is reported before any data is read
+        resolve_model(spec.model)
+        if spec.adapter:
+            adapter_config(spec.adapter)
     items = load_items(config.task, config.task_options, config.split, config.shots, config.limit)
     sampling = Sampling(1, 0.0, 1.0, config.max_new_tokens, config.seed)
     records: list[dict[str, Any]] = []
