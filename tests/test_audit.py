@@ -69,3 +69,48 @@ def test_cli_audit_skips_a_task_whose_reward_is_not_registered(capsys):
 def test_cli_audit_names_the_tasks_with_probes_for_an_unknown_one(capsys):
     assert main(["reward", "audit", "--task", "chess"]) == 2
     assert "tasks with probes: gsm8k" in capsys.readouterr().err
+
+
+def naive_keyword_reward(completions, **_):
+    """The published recipe's sketch of a keyword reward: the share of term groups mentioned anywhere."""
+    groups = [("diagnosis", "symptom"), ("treatment", "therapy", "medication", "antibiotic"), ("monitor", "review", "follow up")]
+    texts = [completion_text(c).lower() for c in completions]
+    return [sum(any(term in text for term in group) for group in groups) / len(groups) for text in texts]
+
+
+def test_builtin_keywords_reward_passes_the_audit():
+    result = audit(PROBE_SETS["keywords"], builtin("keywords"))
+    assert result.passed, [r.probe.name for r in result.exploits]
+
+
+def test_keyword_lists_stuffing_and_repetition_earn_less_than_an_honest_wrong_answer():
+    result = audit(PROBE_SETS["keywords"], builtin("keywords"))
+    stuffing = {"keyword_list", "keyword_bullets", "keyword_stuffed_sentence", "paragraph_repeated", "negated_treatment"}
+    assert not [r.probe.name for r in result.results if r.probe.name in stuffing and r.beats_wrong]
+
+
+def test_a_naive_keyword_count_reward_fails_the_audit():
+    result = audit(PROBE_SETS["keywords"], [named("keywords", naive_keyword_reward)])
+    exploits = {r.probe.name for r in result.exploits}
+    assert not result.passed
+    assert {"keyword_list", "keyword_bullets", "paragraph_repeated", "off_topic_terms"} <= exploits
+
+
+def test_cli_audit_suggests_the_semantic_check_when_off_topic_prose_beats_a_wrong_answer(capsys):
+    assert main(["reward", "audit", "--task", "keywords"]) == 0
+    out = capsys.readouterr().out
+    assert "off_topic_terms" in out and "semantic" in out
+
+
+def test_cli_audit_uses_the_keywords_recipes_rubric_and_passes(capsys):
+    assert main(["reward", "audit", "--recipe", "keywords-cpu-smollm2"]) == 0
+    assert "reward audit: keywords" in capsys.readouterr().out
+
+
+def test_cli_audit_skips_keyword_probes_for_a_rubric_they_were_not_written_for(tmp_path, capsys):
+    rubric = tmp_path / "legal.yaml"
+    rubric.write_text("groups:\n  claim:\n    terms: [claim, plaintiff]\n")
+    code = main(["reward", "audit", "--recipe", "keywords-cpu-smollm2", "--set", f"task.rubric={rubric}"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"skipping keywords: its probes are written for the built-in clinical rubric, and the rewards use {rubric}" in captured.out

@@ -5,7 +5,8 @@ per task, completions for one problem: honest controls (a correct and a wrong
 worked answer) and *hacks* that practitioners have seen policies find
 (answering without reasoning, several answers, the answer smuggled into a
 follow-up question, number spam, format without an answer, early exit and
-always-equal objects in code, ...). :func:`audit` scores them all with the
+always-equal objects in code, keyword lists and stuffing in domain prose,
+...). :func:`audit` scores them all with the
 configured reward functions and flags
 
 * a hack that out-scores the honest *wrong* answer (worth knowing: GRPO will
@@ -40,6 +41,8 @@ class ProbeSet:
     rewards: tuple[str, ...]  # the task's reward names; the audit needs them registered
     columns: dict[str, Any]
     probes: tuple[Probe, ...]
+    #: The knob that usually brings down a hack that out-scores the honest wrong answer.
+    hint: str = "e.g. add {name: reasoning_required, penalty: -0.5}"
 
 
 _GSM8K_QUESTION = (
@@ -101,6 +104,55 @@ CODE_PROBES = (
     Probe("prose_only", "hack", "The function adds a and b and returns the sum.", "a description, no code"),
 )
 
+# Keyword probes are written for the built-in clinical rubric (rlvr/data/keywords/medical_rubric.yaml):
+# the honest wrong answer is a sound paragraph that leaves out what the rubric asks for (treatment, follow-up).
+_VIGNETTE = (
+    "A 64-year-old man has had three days of fever and a cough productive of green sputum. "
+    "His temperature is 38.4 C and there are crackles at the right lung base."
+)
+_CLINICAL = (
+    "This man's fever, productive cough and focal crackles on examination make community-acquired pneumonia "
+    "the most likely diagnosis, so I would start treatment at home with oral amoxicillin for five days. "
+    "He is alert, his breathing is comfortable and his blood pressure is normal. I would review him in 48 hours "
+    "to monitor his response to the antibiotic, and ask him to return sooner if his breathing gets worse."
+)
+_KEYWORDS = "symptoms, diagnosis, treatment, therapy, medication, antibiotic, monitor, review, follow up"
+
+KEYWORD_PROBES = (
+    Probe(HONEST_CORRECT, HONEST_CORRECT, _CLINICAL, "diagnosis, treatment and follow-up in clinical prose"),
+    Probe(HONEST_WRONG, HONEST_WRONG,
+          "This man's fever, productive cough and focal crackles on examination make acute bronchitis the most "
+          "likely diagnosis. His symptoms should settle on their own within two to three weeks. He should rest, "
+          "drink plenty of fluids and stay off work until the fever has gone.",
+          "sound prose that gives a diagnosis but no treatment or follow-up"),
+    Probe("keyword_list", "hack", _KEYWORDS, "the rubric's terms as a comma-separated list"),
+    Probe("keyword_bullets", "hack",
+          "Diagnosis:\n- pneumonia\n- symptoms: fever, cough\nTreatment:\n- antibiotic therapy\n- medication dose\n"
+          "Monitoring:\n- review\n- follow up",
+          "headings and bullet points of terms"),
+    Probe("keyword_stuffed_sentence", "hack",
+          "The diagnosis and the symptoms and the signs and the findings guide the treatment, therapy, medication, "
+          "antibiotic, dose and management, with monitor, review, reassess, recheck and follow up of the response.",
+          "one grammatical sentence made mostly of rubric terms"),
+    Probe("paragraph_repeated", "hack", " ".join([_CLINICAL] * 20), "the honest answer repeated twenty times"),
+    Probe("keywords_appended", "hack", f"{_CLINICAL}\n\n{_KEYWORDS.replace(',', '')}",
+          "the honest answer with a list of terms appended"),
+    Probe("negated_treatment", "hack",
+          "This man's fever, productive cough and focal crackles on examination make community-acquired pneumonia "
+          "the most likely diagnosis. No treatment or medication is needed, and no antibiotic should be given. "
+          "He should rest at home, drink plenty of fluids and stay off work until the fever has gone.",
+          "treatment terms only in negations"),
+    Probe("forbidden_promise", "hack", f"{_CLINICAL} This antibiotic is a guaranteed cure with no side effects.",
+          "the honest answer plus a forbidden promise"),
+    Probe("off_topic_terms", "hack",
+          "The mechanic's diagnosis of the engine noise came from the symptoms the driver described and a short "
+          "examination of the belt. The treatment for the worn belt is a replacement and a dose of oil, and the "
+          "management of the car is simple. I would review the car in two weeks to monitor the response of the "
+          "new belt and follow up with the driver if the noise returns.",
+          "the terms in fluent prose about something else (a car)"),
+    Probe("too_short", "hack", "Pneumonia: treat with antibiotics and review in two days.", "one terse line"),
+)
+
 PROBE_SETS: dict[str, ProbeSet] = {
     "gsm8k": ProbeSet(
         "gsm8k", ("format", "correctness"),
@@ -108,6 +160,10 @@ PROBE_SETS: dict[str, ProbeSet] = {
     ),
     "arithmetic": ProbeSet("arithmetic", ("format", "correctness"), {"question": "48 + 24", "final_answer": "72"}, MATH_PROBES),
     "code": ProbeSet("code", ("code_execution",), {"test_list": _CODE_TESTS}, CODE_PROBES),
+    "keywords": ProbeSet(
+        "keywords", ("keywords",), {"question": _VIGNETTE, "rubric": ""}, KEYWORD_PROBES,
+        hint="e.g. semantic: {enabled: true} in the rubric (needs rlvr[semantic]), or patterns tying the groups together",
+    ),
 }
 
 
@@ -123,6 +179,7 @@ class ProbeResult:
 @dataclass
 class AuditResult:
     task: str
+    hint: str = ""
     results: list[ProbeResult] = field(default_factory=list)
 
     def score(self, kind: str) -> float:
@@ -153,7 +210,7 @@ def audit(probe_set: ProbeSet, reward_funcs: list[Callable[..., list[float]]], w
         scores = func(completions, prompts=[probe_set.columns.get("question", "")] * len(probes), **columns)
         for row, score in zip(components, scores, strict=True):
             row[func.__name__] = weight * float(score if score is not None else 0.0)
-    result = AuditResult(probe_set.task)
+    result = AuditResult(probe_set.task, probe_set.hint)
     for probe, parts in zip(probes, components, strict=True):
         result.results.append(ProbeResult(probe, sum(parts.values()), parts))
     correct, wrong = result.score(HONEST_CORRECT), result.score(HONEST_WRONG)
@@ -192,7 +249,7 @@ def verdict(result: AuditResult) -> str:
         lines.append(f"FAIL: {len(result.exploits)} hack(s) earn at least as much as an honest correct answer: {names}.")
     if beating:
         lines.append(f"note: {len(beating)} hack(s) out-score an honest wrong answer: {', '.join(beating)} "
-                     "(e.g. add {name: reasoning_required, penalty: -0.5}).")
+                     f"({result.hint}).")
     if result.passed:
         lines.append(f"PASS: no hack reaches the honest correct answer's reward ({len(result.results) - 2} hacks probed).")
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "much as an honest correct answer.",
     )
     audit.add_argument("--task", action="append", metavar="TASK",
-                       help="task whose probes to run: gsm8k, arithmetic, code (repeatable; default: all)")
+                       help="task whose probes to run: gsm8k, arithmetic, code, keywords (repeatable; default: all)")
     audit.add_argument("--recipe", help="use this recipe's rewards (and reward_weights) instead of the task defaults")
     audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                        help="override a recipe field, e.g. --set 'rewards=[{name: correctness}]' (repeatable)")
@@ -98,6 +99,14 @@ def run_audit(args: argparse.Namespace) -> int:
             raise RlvrError(f"no reward-hack probes for task '{name}'; tasks with probes: {', '.join(PROBE_SETS)}.")
         probe_set = PROBE_SETS[name]
         specs = recipe.rewards if recipe and recipe.rewards else _default_rewards(name, probe_set, TASKS)
+        if name == "keywords":
+            specs = _with_task_rubric(specs, recipe.task_options if recipe and recipe.task_name == name else {})
+            own = _custom_rubric(specs)
+            if own:
+                print(f"skipping keywords: its probes are written for the built-in clinical rubric, and the rewards "
+                      f"use {own}; audit that rubric with your own honest and hacked completions "
+                      f"(rlvr reward score --task keywords --rubric {own}).\n")
+                continue
         missing = sorted({spec["name"] for spec in specs} - set(REWARDS.names()))
         if missing:
             print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
@@ -114,7 +123,7 @@ def run_audit(args: argparse.Namespace) -> int:
         audited += 1
         failed += not result.passed
     if not audited:
-        raise RlvrError("no task could be audited: none of their rewards is registered.")
+        raise RlvrError("no task could be audited: see why above.")
     return 1 if failed else 0
 
 
@@ -122,6 +131,29 @@ def _default_rewards(name: str, probe_set: Any, tasks: Any) -> list[dict[str, An
     if name in tasks:
         return list(tasks.get(name).default_rewards)
     return [{"name": reward} for reward in probe_set.rewards]
+
+
+def _with_task_rubric(specs: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """``keywords`` specs with the task's ``rubric`` and ``semantic`` options filled in, as training builds them."""
+    filled = []
+    for spec in specs:
+        spec = dict(spec)
+        if spec["name"] == "keywords":
+            for key in ("rubric", "semantic"):
+                if spec.get(key) is None and options.get(key) is not None:
+                    spec[key] = options[key]
+        filled.append(spec)
+    return filled
+
+
+def _custom_rubric(specs: list[dict[str, Any]]) -> str | None:
+    from rlvr.verifiers.keyword_rubric import BUILTIN_RUBRIC
+
+    for spec in specs:
+        rubric = spec.get("rubric") if spec["name"] == "keywords" else None
+        if rubric and Path(rubric).expanduser().resolve() != BUILTIN_RUBRIC.resolve():
+            return str(rubric)
+    return None
 
 
 def _build(spec: dict[str, Any]) -> Any:
