@@ -35,6 +35,13 @@ REASONING = "She has 3 + 2 = 5 apples.\n"
         ("#### The final answer is 18.", 18),
         ("#### The final answer is: 18", 18),
         ("#### the final answer is 18", 18),
+        ("#### The final answer is \u22127", -7),
+        ("#### The final answer is **18**", 18),
+        ("#### **The final answer is 18**", 18),
+        ("#### The final answer is `18`", 18),
+        ("#### The final answer is \\boxed{18}", 18),
+        ("#### The final answer is \\(\\boxed{-3/4}\\)", -0.75),
+        ("#### The final answer is \\$18", 18),
     ],
 )
 def test_one_number_on_the_answer_line_is_the_answer(line, expected):
@@ -59,6 +66,8 @@ def test_one_number_on_the_answer_line_is_the_answer(line, expected):
         "#### The final answer is 5-6",
         "#### The final answer is 10^3",
         "#### The final answer is 1/0",
+        "#### The final answer is **5** or **6**",
+        "#### The final answer is \\boxed{5} \\boxed{6}",
     ],
 )
 def test_zero_or_several_numbers_give_no_answer(line):
@@ -141,3 +150,8 @@ def test_a_megabyte_of_hostile_output_never_hangs(text):
 def test_find_answer_line_splits_reasoning_from_the_line():
     before, line = find_answer_line("a\nb\n  #### 5  \nc")
     assert before == "a\nb\n" and line == "#### 5"
+
+
+def test_markup_around_the_phrase_still_counts_as_the_published_format():
+    answer = read_answer(REASONING + "#### **The final answer is** 18")
+    assert answer is not None and answer.has_phrase and answer.value == 18

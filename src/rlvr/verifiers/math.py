@@ -11,6 +11,9 @@ The rules (the same for training rewards, evaluation and the CLI):
   optional decimal part, or a simple fraction ``a/b``; then optionally ``%``,
   unit words and a trailing period. Anything else (``5 or 6``, ``3 + 2 = 5``,
   ``x = 5``) has no single answer and parses to ``None``.
+* Markup that chat models put around an answer is read through: Markdown
+  emphasis and code (``**42**``, `` `42` ``), LaTeX ``\\boxed{42}``, ``\\(42\\)``,
+  ``\\$`` and the Unicode minus sign (``−7``).
 * Ground truth is parsed with the same number grammar (``1,000`` is 1000).
 
 Every function is linear in the input size: the scan for the answer line is a
@@ -39,6 +42,9 @@ _PHRASE = re.compile(r"\s*the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
 # period is stripped first. A single character class, so matching cannot backtrack.
 _ALLOWED_AROUND = re.compile(r"[A-Za-z\u00C0-\u024F'’\-%$€£:\s]*")
 _ANSWER_LINE = re.compile(r"^[ \t]*####", re.MULTILINE)
+# Markup around an answer: \boxed{...} without nested braces keeps its content; the rest is dropped.
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_MARKUP = re.compile(r"\*+|`+|\\[()\[\]]")
 _NOT_A_NUMBER = object()
 
 
@@ -66,6 +72,7 @@ def parse_number(text: str) -> float | None:
     """The value of ``text`` when it holds exactly one number and nothing but units around it."""
     if not isinstance(text, str):
         return None
+    text = strip_markup(text)
     found: list[tuple[int, int, float | None]] = []
     for match in _CORE.finditer(text):
         if match.start() and (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_"):
@@ -83,6 +90,12 @@ def parse_number(text: str) -> float | None:
     if _ALLOWED_AROUND.fullmatch(around) is None:
         return None
     return value
+
+
+def strip_markup(text: str) -> str:
+    """``text`` without the Markdown/LaTeX wrapping of an answer, with ASCII minus signs."""
+    text = text.replace("\u2212", "-").replace("\\$", "$")
+    return _MARKUP.sub("", _BOXED.sub(r"\1", text))
 
 
 def _number_at(text: str, core: re.Match[str]) -> tuple[int, int, float | None]:
@@ -118,7 +131,7 @@ def _digits_value(digits: str, negative: bool) -> float | None:
 
 def parse_answer_line(line: str) -> tuple[float | None, bool]:
     """(value, has_phrase) for a line starting with ``####``."""
-    rest = line.strip()[len(ANSWER_MARK) :]
+    rest = strip_markup(line.strip()[len(ANSWER_MARK) :])
     phrase = _PHRASE.match(rest)
     if phrase:
         rest = rest[phrase.end() :]
