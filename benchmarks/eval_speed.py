@@ -4,11 +4,13 @@ Both sides use the same model, the same 8-shot prompts and the same strict
 verifier (the correctness reward). The notebook's way: one problem at a time,
 ``max_new_tokens=1024``, no stop strings, decode the new tokens only. rlvr's
 way: :func:`rlvr.evaluate.evaluate` (batched, left-padded, sorted by length,
-each row stopped at its answer line). Prints wall and CPU times (the machine
-may be shared: with one thread, CPU time is the uncontended wall time), the
-speed ratios and both accuracies.
+each row stopped at its answer line and dropped from the batch then). With
+``--without-compaction`` rlvr also runs once with plain ``generate()`` (rows
+stopped but kept in the batch), to show what the compaction adds. Prints wall
+and CPU times (on a shared machine CPU time is closer to the uncontended
+cost), the speed ratios and the accuracies.
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/eval_speed.py --data ../shared/data/gsm8k --items 20
+    OMP_NUM_THREADS=2 python benchmarks/eval_speed.py --data ../shared/data/gsm8k --items 20 --without-compaction
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ def notebook_way(model_ref: str, dataset, max_new_tokens: int) -> tuple[float, f
     return time.time() - start, time.process_time() - cpu, verdicts
 
 
-def rlvr_way(model_ref: str, data: str, items: int, shots: int, batch_size: int, max_new_tokens: int) -> tuple[float, float, list[bool]]:
+def rlvr_way(model_ref: str, data: str, items: int, shots: int, batch_size: int, max_new_tokens: int,
+             compact: bool = True) -> tuple[float, float, list[bool]]:
     start, cpu = time.time(), time.process_time()
     config = EvalConfig(models=[ModelSpec(model_ref)], task="gsm8k", task_options={"data": data}, shots=[shots],
-                        limit=items, batch_size=batch_size, max_new_tokens=max_new_tokens, backend="hf")
+                        limit=items, batch_size=batch_size, max_new_tokens=max_new_tokens, backend="hf",
+                        compact_batches=compact)
     result = evaluate(config)
     return time.time() - start, time.process_time() - cpu, [r["correct"] for r in result.records]
 
@@ -55,12 +59,19 @@ def main() -> None:
     parser.add_argument("--shots", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=256, help="rlvr's limit (the notebook uses 1024)")
+    parser.add_argument("--without-compaction", action="store_true",
+                        help="also time rlvr with plain generate() (stopped rows stay in the batch)")
     args = parser.parse_args()
 
     dataset = load_items("gsm8k", {"data": args.data}, "test", [args.shots], args.items)[args.shots]
     print(f"{len(dataset)} GSM8K test problems, {args.shots}-shot, {args.model}")
     ours_s, ours_cpu, ours = rlvr_way(args.model, args.data, args.items, args.shots, args.batch_size, args.max_new_tokens)
     print(f"rlvr eval: {ours_s:.1f} s wall, {ours_cpu:.1f} s CPU, accuracy {sum(ours)}/{len(ours)}", flush=True)
+    plain = None
+    if args.without_compaction:
+        plain = rlvr_way(args.model, args.data, args.items, args.shots, args.batch_size, args.max_new_tokens, False)
+        print(f"rlvr eval, plain generate(): {plain[0]:.1f} s wall, {plain[1]:.1f} s CPU, "
+              f"accuracy {sum(plain[2])}/{len(plain[2])}", flush=True)
     base_s, base_cpu, base = notebook_way(args.model, dataset, 1024)
     print(f"notebook way: {base_s:.1f} s wall, {base_cpu:.1f} s CPU, accuracy {sum(base)}/{len(base)}", flush=True)
     agree = sum(a == b for a, b in zip(base, ours, strict=True))
@@ -72,6 +83,13 @@ def main() -> None:
         "notebook_accuracy": sum(base) / len(base), "rlvr_accuracy": sum(ours) / len(ours),
         "per_item_agreement": f"{agree}/{len(base)}",
     }
+    if plain is not None:
+        result.update({
+            "rlvr_generate_seconds": round(plain[0], 1), "rlvr_generate_cpu_seconds": round(plain[1], 1),
+            "rlvr_generate_accuracy": sum(plain[2]) / len(plain[2]),
+            "speedup_without_compaction": round(base_s / plain[0], 2),
+            "compaction_speedup": round(plain[0] / ours_s, 2),
+        })
     print(json.dumps(result, indent=2))
 
 

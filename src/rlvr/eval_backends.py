@@ -79,7 +79,9 @@ class HFBackend:
 
     name = "hf"
 
-    def __init__(self, model: Any, tokenizer: Any, stop_patterns: Sequence[str], batch_size: int = 16):
+    def __init__(self, model: Any, tokenizer: Any, stop_patterns: Sequence[str], batch_size: int = 16,
+                 compact: bool = True):
+        from rlvr.decoding import supports_compaction
         from rlvr.generation import AnswerStop
 
         self.model = model
@@ -87,6 +89,8 @@ class HFBackend:
         self.batch_size = max(1, batch_size)
         self.stop = AnswerStop(tokenizer, stop_patterns)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        # Rows leave the batch when they stop (rlvr.decoding); generate() where that cannot apply.
+        self.compact = compact and supports_compaction(model)
 
     def generate(self, prompts: Sequence[str], sampling: Sampling, progress: Any = None) -> list[list[Generation]]:
         import torch
@@ -128,10 +132,23 @@ class HFBackend:
             options.update(temperature=None, top_p=None, top_k=None)
         else:
             options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=None)
+        if self.compact:
+            return [self._finish(ids) for ids in self._decode_compacting(batch, sampling)]
         with torch.no_grad(), self.stop.installed(self.model):
             output = self.model.generate(**batch, **options)
         new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
         return [self._finish(ids) for ids in new_tokens]
+
+    def _decode_compacting(self, batch: dict[str, Any], sampling: Sampling) -> list[list[int]]:
+        """Like generate(), but rows leave the batch as soon as they stop (rlvr.decoding)."""
+        from rlvr.decoding import decode, eos_ids
+
+        expand = sampling.n
+        return decode(
+            self.model, batch["input_ids"].repeat_interleave(expand, 0), batch["attention_mask"].repeat_interleave(expand, 0),
+            sampling.max_new_tokens, self.stop.stopped, eos_ids(self.model, self.tokenizer),
+            temperature=None if sampling.greedy else sampling.temperature, top_p=sampling.top_p,
+        )
 
     def _finish(self, ids: list[int]) -> Generation:
         cut, stopped = self.stop.cut(ids)

@@ -67,6 +67,8 @@ class EvalConfig:
     max_new_tokens: int = 256
     batch_size: int = 16
     backend: str = "auto"
+    #: hf backend: drop stopped rows from the batch (rlvr.decoding); False: plain generate() (benchmarks).
+    compact_batches: bool = True
     dtype: str = "auto"
     seed: int = 0
     progress: bool = True
@@ -311,7 +313,7 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
         path = resolve_model(spec.model)
         return VLLMBackend(path, load_tokenizer(path), task.stop_patterns, spec.adapter), path
     model, tokenizer, path = load_for_eval(spec, config.dtype)
-    return HFBackend(model, tokenizer, task.stop_patterns, config.batch_size), path
+    return HFBackend(model, tokenizer, task.stop_patterns, config.batch_size, config.compact_batches), path
 
 
 # ----------------------------------------------------------------------------- the whole evaluation

@@ -36,6 +36,10 @@ class AnswerStop:
     def matches(self, text: str) -> bool:
         return any(p.search(text) for p in self.patterns)
 
+    def stopped(self, ids: Sequence[int]) -> bool:
+        """Whether the generated ``ids`` already match a stop pattern."""
+        return self.matches(self._decode(ids))
+
     def criteria(self, prompt_length: int) -> StoppingCriteria:
         return _RowStop(self, prompt_length)
 

@@ -1,0 +1,85 @@
+"""Compacting decoding: rows leave the batch when they stop, and the tokens are those generate() picks."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from rlvr.decoding import decode, supports_compaction
+from rlvr.eval_backends import HFBackend, Sampling
+
+PROMPTS = ["Question: 1\n", "Question: a longer one\n", "Q", "Question: seven plus five is what\n", "xyz"]
+STOPS = ["[e-k]"]  # a random model writes these letters at different steps in different rows
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer(tiny_model_dir):
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    return model, AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def texts(model, tokenizer, compact, sampling, stops=STOPS, batch_size=8):
+    backend = HFBackend(model, tokenizer, stops, batch_size=batch_size, compact=compact)
+    return [[(g.text, g.tokens, g.stopped) for g in row] for row in backend.generate(PROMPTS, sampling)]
+
+
+def test_greedy_compacting_decoding_gives_the_completions_of_generate(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    sampling = Sampling(max_new_tokens=12)
+    assert texts(model, tokenizer, True, sampling) == texts(model, tokenizer, False, sampling)
+
+
+def test_without_stops_every_row_runs_to_the_limit_as_with_generate(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    sampling = Sampling(max_new_tokens=6)
+    compact = texts(model, tokenizer, True, sampling, stops=[])
+    assert compact == texts(model, tokenizer, False, sampling, stops=[])
+    assert all(row[0][1] == 6 for row in compact)
+
+
+def test_stopped_rows_leave_the_batch(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    batch = tokenizer(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
+    stop_after = {0: 1, 1: 3}  # rows 0 and 1 stop after 1 and 3 tokens; the others run to the limit of 6
+    rows: dict[int, int] = {}
+
+    def finished(ids):  # each row's list is checked in row order at the first step: number them then
+        row = rows.setdefault(id(ids), len(rows))
+        return len(ids) >= stop_after.get(row, 99)
+
+    sizes = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: sizes.append(kwargs["input_ids"].shape[0]),
+                                           with_kwargs=True)
+    try:
+        outputs = decode(model, batch["input_ids"], batch["attention_mask"], 6, finished, set(), None)
+    finally:
+        hook.remove()
+    assert [len(o) for o in outputs] == [1, 3, 6, 6, 6]
+    assert sizes == [5, 4, 4, 3, 3, 3]
+
+
+def test_seeded_sampling_with_compaction_repeats(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    sampling = Sampling(n=2, temperature=1.0, max_new_tokens=8, seed=3)
+    first = texts(model, tokenizer, True, sampling)
+    assert first == texts(model, tokenizer, True, sampling)
+    assert [len(row) for row in first] == [2] * len(PROMPTS)
+
+
+def test_a_generation_config_with_a_repetition_penalty_falls_back_to_generate(model_and_tokenizer):
+    model, _ = model_and_tokenizer
+    assert supports_compaction(model)
+    model.generation_config.repetition_penalty = 1.3
+    try:
+        assert not supports_compaction(model)
+    finally:
+        model.generation_config.repetition_penalty = 1.0
+
+
+def test_eos_ends_a_row_and_is_kept(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    batch = tokenizer(PROMPTS[:2], return_tensors="pt", padding=True, add_special_tokens=False)
+    greedy = decode(model, batch["input_ids"], batch["attention_mask"], 4, lambda ids: False, set(), None)
+    eos = greedy[0][1]  # pretend the second token of row 0 is the end of sequence
+    outputs = decode(model, batch["input_ids"], batch["attention_mask"], 4, lambda ids: False, {eos}, None)
+    assert outputs[0] == greedy[0][:2]
