@@ -83,3 +83,44 @@ def test_eos_ends_a_row_and_is_kept(model_and_tokenizer):
     eos = greedy[0][1]  # pretend the second token of row 0 is the end of sequence
     outputs = decode(model, batch["input_ids"], batch["attention_mask"], 4, lambda ids: False, {eos}, None)
     assert outputs[0] == greedy[0][:2]
+
+
+SHARED = "Question: an exemplar every prompt starts with, as k-shot prompts do?\nSolution: 2 + 2 = 4.\n\n"
+
+
+def test_a_shared_prompt_prefix_is_run_once_and_gives_the_completions_of_generate(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    prompts = [SHARED + p for p in PROMPTS]
+    sampling = Sampling(max_new_tokens=12)
+    shared = [[(g.text, g.tokens) for g in row] for row in HFBackend(model, tokenizer, STOPS, 8).generate(prompts, sampling)]
+    plain = HFBackend(model, tokenizer, STOPS, 8, compact=False).generate(prompts, sampling)
+    assert shared == [[(g.text, g.tokens) for g in row] for row in plain]
+
+
+def test_the_shared_prefix_pass_has_one_row_and_the_next_pass_only_the_rest(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    prompts = [SHARED + p for p in PROMPTS]
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    shapes = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                           with_kwargs=True)
+    try:
+        decode(model, batch["input_ids"], batch["attention_mask"], 2, lambda ids: False, set(), None)
+    finally:
+        hook.remove()
+    longest = max(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in PROMPTS)
+    assert shapes[0] == (1, len(tokenizer(SHARED, add_special_tokens=False)["input_ids"]))
+    assert shapes[1] == (len(PROMPTS), longest)
+
+
+def test_prompts_sharing_fewer_tokens_than_the_threshold_are_prefilled_whole(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    batch = tokenizer(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
+    shapes = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                           with_kwargs=True)
+    try:
+        decode(model, batch["input_ids"], batch["attention_mask"], 1, lambda ids: False, set(), None)
+    finally:
+        hook.remove()
+    assert shapes == [tuple(batch["input_ids"].shape)]

@@ -5,7 +5,10 @@ last row stops: one completion that rambles to the token limit makes the whole
 batch pay for it. In evaluation most rows stop at their answer line early and a
 few run on, so :func:`decode` removes finished rows from the input, the
 attention mask and the KV cache (``DynamicCache.batch_select_indices``) and the
-remaining forward passes shrink with them. Greedy decoding picks the same
+remaining forward passes shrink with them. k-shot prompts also start with the
+same exemplars: that shared prefix is run once, for one row, and its KV cache
+repeated for every row, so the prompt pass only covers what differs. Greedy
+decoding picks the same
 tokens as ``generate`` (up to float rounding of different batch shapes);
 sampling uses temperature and top-p like ``generate``.
 
@@ -54,11 +57,14 @@ def decode(
     eos_token_ids: set[int],
     temperature: float | None = None,
     top_p: float = 1.0,
+    min_shared: int = 32,
 ) -> list[list[int]]:
     """New token ids per row of a left-padded batch.
 
     A row ends at EOS (included), when ``finished(its new ids)`` is true, or at
-    ``max_new_tokens``. ``temperature`` None means greedy.
+    ``max_new_tokens``. ``temperature`` None means greedy. When the rows' prompts
+    start with the same ``min_shared`` or more tokens (k-shot exemplars), that
+    prefix is run once and its KV cache shared by every row.
     """
     from transformers import DynamicCache
 
@@ -67,8 +73,7 @@ def decode(
     active = list(range(rows))  # original row index of each row still in the batch
     cache = DynamicCache()
     cache_arg = _cache_argument(model)
-    mask = attention_mask
-    tokens, positions = input_ids, (mask.long().cumsum(-1) - 1).clamp(min=0)
+    tokens, mask, positions = _prefill_shared_prefix(model, input_ids, attention_mask, cache, cache_arg, min_shared)
     for _ in range(max_new_tokens):
         logits = model(input_ids=tokens, attention_mask=mask, position_ids=positions, use_cache=True,
                        **{cache_arg: cache}).logits[:, -1, :]
@@ -90,6 +95,41 @@ def decode(
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
         tokens, positions = next_tokens, mask.long().sum(-1, keepdim=True) - 1
     return outputs
+
+
+def _prefill_shared_prefix(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(tokens, mask, positions) for the first forward pass, after filling ``cache`` with the shared prefix.
+
+    Row layout afterwards: ``[shared prefix][left padding][rest of the prompt]``; the attention mask
+    hides the padding and positions continue from the prefix, so each row sees exactly its prompt.
+    """
+    prompts = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask, strict=True)]
+    shared = _common_prefix_length(prompts)
+    if shared < max(1, min_shared):
+        return input_ids, attention_mask, (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    device = input_ids.device
+    prefix = torch.tensor([prompts[0][:shared]], device=device)
+    model(input_ids=prefix, attention_mask=torch.ones_like(prefix), position_ids=torch.arange(shared, device=device)[None],
+          use_cache=True, **{cache_arg: cache})
+    cache.batch_repeat_interleave(len(prompts))
+    width = max(len(p) for p in prompts) - shared
+    pad = int(input_ids[0, 0]) if attention_mask[0, 0] == 0 else 0
+    tokens = torch.tensor([[pad] * (width - len(p) + shared) + p[shared:] for p in prompts], device=device)
+    rest = torch.tensor([[0] * (width - len(p) + shared) + [1] * (len(p) - shared) for p in prompts], device=device)
+    mask = torch.cat([attention_mask.new_ones((len(prompts), shared)), rest.to(attention_mask.dtype)], dim=-1)
+    positions = (shared + rest.cumsum(-1) - 1).clamp(min=shared)
+    return tokens, mask, positions
+
+
+def _common_prefix_length(prompts: list[list[int]]) -> int:
+    """Tokens every prompt starts with, leaving at least one token per prompt for the first pass."""
+    shortest = min(len(p) for p in prompts)
+    length = 0
+    while length < shortest - 1 and all(p[length] == prompts[0][length] for p in prompts):
+        length += 1
+    return length
 
 
 def _cache_argument(model: Any) -> str:
