@@ -60,8 +60,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=256, help="rlvr's limit (the notebook uses 1024)")
     parser.add_argument("--without-compaction", action="store_true",
-                        help="also time rlvr with plain generate() (stopped rows stay in the batch)")
+                        help="also time rlvr with plain generate() (stopped rows stay in the batch, no shared prefix)")
+    parser.add_argument("--skip-notebook", action="store_true",
+                        help="rlvr only: with and without rlvr.decoding (implies --without-compaction)")
     args = parser.parse_args()
+    args.without_compaction = args.without_compaction or args.skip_notebook
 
     dataset = load_items("gsm8k", {"data": args.data}, "test", [args.shots], args.items)[args.shots]
     print(f"{len(dataset)} GSM8K test problems, {args.shots}-shot, {args.model}")
@@ -72,6 +75,11 @@ def main() -> None:
         plain = rlvr_way(args.model, args.data, args.items, args.shots, args.batch_size, args.max_new_tokens, False)
         print(f"rlvr eval, plain generate(): {plain[0]:.1f} s wall, {plain[1]:.1f} s CPU, "
               f"accuracy {sum(plain[2])}/{len(plain[2])}", flush=True)
+    if args.skip_notebook:
+        print(json.dumps({"items": len(dataset), "shots": args.shots, "rlvr_seconds": round(ours_s, 1),
+                          "rlvr_generate_seconds": round(plain[0], 1), "speedup_of_rlvr_decoding": round(plain[0] / ours_s, 2),
+                          "same_verdicts": ours == plain[2]}, indent=2))
+        return
     base_s, base_cpu, base = notebook_way(args.model, dataset, 1024)
     print(f"notebook way: {base_s:.1f} s wall, {base_cpu:.1f} s CPU, accuracy {sum(base)}/{len(base)}", flush=True)
     agree = sum(a == b for a, b in zip(base, ours, strict=True))
