@@ -23,6 +23,19 @@ def texts(model, tokenizer, compact, sampling, stops=STOPS, batch_size=8):
     return [[(g.text, g.tokens, g.stopped) for g in row] for row in backend.generate(PROMPTS, sampling)]
 
 
+def decode_recording_shapes(model, tokenizer, prompts, max_new_tokens, finished=lambda ids: False):
+    """decode() on ``prompts``, with the input shape of every forward pass: (outputs, shapes, batch)."""
+    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    shapes = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
+                                           with_kwargs=True)
+    try:
+        outputs = decode(model, batch["input_ids"], batch["attention_mask"], max_new_tokens, finished, set(), None)
+    finally:
+        hook.remove()
+    return outputs, shapes, batch
+
+
 def test_greedy_compacting_decoding_gives_the_completions_of_generate(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     sampling = Sampling(max_new_tokens=12)
@@ -39,7 +52,6 @@ def test_without_stops_every_row_runs_to_the_limit_as_with_generate(model_and_to
 
 def test_stopped_rows_leave_the_batch(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    batch = tokenizer(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
     stop_after = {0: 1, 1: 3}  # rows 0 and 1 stop after 1 and 3 tokens; the others run to the limit of 6
     rows: dict[int, int] = {}
 
@@ -47,13 +59,8 @@ def test_stopped_rows_leave_the_batch(model_and_tokenizer):
         row = rows.setdefault(id(ids), len(rows))
         return len(ids) >= stop_after.get(row, 99)
 
-    sizes = []
-    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: sizes.append(kwargs["input_ids"].shape[0]),
-                                           with_kwargs=True)
-    try:
-        outputs = decode(model, batch["input_ids"], batch["attention_mask"], 6, finished, set(), None)
-    finally:
-        hook.remove()
+    outputs, shapes, _ = decode_recording_shapes(model, tokenizer, PROMPTS, 6, finished)
+    sizes = [shape[0] for shape in shapes]
     assert [len(o) for o in outputs] == [1, 3, 6, 6, 6]
     assert sizes == [5, 4, 4, 3, 3, 3]
 
@@ -99,15 +106,7 @@ def test_a_shared_prompt_prefix_is_run_once_and_gives_the_completions_of_generat
 
 def test_the_shared_prefix_pass_has_one_row_and_the_next_pass_only_the_rest(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    prompts = [SHARED + p for p in PROMPTS]
-    batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    shapes = []
-    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
-                                           with_kwargs=True)
-    try:
-        decode(model, batch["input_ids"], batch["attention_mask"], 2, lambda ids: False, set(), None)
-    finally:
-        hook.remove()
+    _, shapes, _ = decode_recording_shapes(model, tokenizer, [SHARED + p for p in PROMPTS], 2)
     longest = max(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in PROMPTS)
     assert shapes[0] == (1, len(tokenizer(SHARED, add_special_tokens=False)["input_ids"]))
     assert shapes[1] == (len(PROMPTS), longest)
@@ -115,12 +114,5 @@ def test_the_shared_prefix_pass_has_one_row_and_the_next_pass_only_the_rest(mode
 
 def test_prompts_sharing_fewer_tokens_than_the_threshold_are_prefilled_whole(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    batch = tokenizer(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
-    shapes = []
-    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: shapes.append(tuple(kwargs["input_ids"].shape)),
-                                           with_kwargs=True)
-    try:
-        decode(model, batch["input_ids"], batch["attention_mask"], 1, lambda ids: False, set(), None)
-    finally:
-        hook.remove()
+    _, shapes, batch = decode_recording_shapes(model, tokenizer, PROMPTS, 1)
     assert shapes == [tuple(batch["input_ids"].shape)]
