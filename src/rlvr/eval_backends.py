@@ -122,6 +122,8 @@ class HFBackend:
 
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         batch = {k: v.to(self.model.device) for k, v in batch.items()}
+        if self.compact:
+            return [self._finish(ids) for ids in self._decode_compacting(batch, sampling)]
         options: dict[str, Any] = {
             "max_new_tokens": sampling.max_new_tokens,
             "pad_token_id": self.pad_id,
@@ -132,8 +134,6 @@ class HFBackend:
             options.update(temperature=None, top_p=None, top_k=None)
         else:
             options.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=None)
-        if self.compact:
-            return [self._finish(ids) for ids in self._decode_compacting(batch, sampling)]
         with torch.no_grad(), self.stop.installed(self.model):
             output = self.model.generate(**batch, **options)
         new_tokens = output[:, batch["input_ids"].shape[1] :].tolist()
