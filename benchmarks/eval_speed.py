@@ -3,7 +3,7 @@
 Both sides use the same model, the same 8-shot prompts and the same strict
 verifier (the correctness reward). The notebook's way: one problem at a time,
 ``max_new_tokens=1024``, no stop strings, decode the new tokens only. rlvr's
-way: :func:`rlvr.evaluate.evaluate` (batched, left-padded, sorted by length,
+way: :func:`rlvr.evaluation.evaluate.evaluate` (batched, left-padded, sorted by length,
 each row stopped at its answer line and dropped from the batch then). With
 ``--without-compaction`` rlvr also runs once with plain ``generate()`` (rows
 stopped but kept in the batch), to show what the compaction adds. Prints wall
@@ -19,7 +19,7 @@ import argparse
 import json
 import time
 
-from rlvr.evaluate import EvalConfig, ModelSpec, evaluate, load_for_eval, load_items
+from rlvr.evaluation.evaluate import EvalConfig, ModelSpec, evaluate, load_for_eval, load_items
 from rlvr.rewards.math import correctness_score
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--without-compaction", action="store_true",
                         help="also time rlvr with plain generate() (stopped rows stay in the batch, no shared prefix)")
     parser.add_argument("--skip-notebook", action="store_true",
-                        help="rlvr only: with and without rlvr.decoding (implies --without-compaction)")
+                        help="rlvr only: with and without rlvr.evaluation.decoding (implies --without-compaction)")
     args = parser.parse_args()
     args.without_compaction = args.without_compaction or args.skip_notebook
 

@@ -18,7 +18,7 @@ import time
 from transformers import TrainerCallback
 
 from rlvr.config import load_recipe
-from rlvr.train import build_trainer
+from rlvr.training.run import build_trainer
 
 
 class StepTimer(TrainerCallback):

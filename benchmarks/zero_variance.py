@@ -32,7 +32,7 @@ def quarter(values: list[float], last: bool) -> float | None:
 
 def run_one(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     from rlvr.config import load_recipe
-    from rlvr.train import train
+    from rlvr.training.run import train
 
     overrides = [*args.overrides, f"run.zero_variance_groups={mode}", f"run.output_dir={args.output_dir}/{mode}",
                  "grpo.report_to=[none]", "grpo.save_strategy=no"]
@@ -63,7 +63,7 @@ def run_one(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def compare(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
-    from rlvr.stats import mcnemar_exact
+    from rlvr.evaluation.stats import mcnemar_exact
 
     ids = sorted(off["verdicts_after"])
     only_off = sum(off["verdicts_after"][i] and not on["verdicts_after"][i] for i in ids)

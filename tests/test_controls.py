@@ -3,8 +3,15 @@
 import pytest
 import torch
 
-from rlvr.controls import Controls, clip_advantages, drop_rows, group_rows, splice_rows, zero_variance_groups
 from rlvr.errors import RlvrError
+from rlvr.training.controls import (
+    Controls,
+    clip_advantages,
+    drop_rows,
+    group_rows,
+    splice_rows,
+    zero_variance_groups,
+)
 
 
 def rollout(rows: int, prompt_width: int, completion_width: int, fill: int) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from rlvr.decoding import decode, supports_compaction
-from rlvr.eval_backends import HFBackend, Sampling
+from rlvr.evaluation.backends import HFBackend, Sampling
+from rlvr.evaluation.decoding import decode, supports_compaction
 
 PROMPTS = ["Question: 1\n", "Question: a longer one\n", "Q", "Question: seven plus five is what\n", "xyz"]
 STOPS = ["[e-k]"]  # a random model writes these letters at different steps in different rows

@@ -6,11 +6,12 @@ import pytest
 from datasets import Dataset
 
 from rlvr.config import recipe_from_dict
-from rlvr.difficulty import Band, apply_filter, pass_rates, sample_completions
 from rlvr.errors import RlvrError
+from rlvr.models import load_tokenizer
 from rlvr.rewards.base import build_reward
 from rlvr.testing import build_tiny_model
-from rlvr.train import build_trainer, load_tokenizer
+from rlvr.training.difficulty import Band, apply_filter, pass_rates, sample_completions
+from rlvr.training.run import build_trainer
 
 RIGHT, WRONG = "2 + 2 = 4.\n#### The final answer is 4", "2 + 2 = 5.\n#### The final answer is 5"
 

@@ -4,8 +4,8 @@ import pytest
 
 from rlvr.config import RunConfig, recipe_from_dict
 from rlvr.errors import RlvrError
-from rlvr.eval_callback import before_after_table
 from rlvr.testing import build_tiny_model
+from rlvr.training.evaluation import before_after_table
 
 
 def test_eval_split_train_is_refused():
@@ -37,7 +37,7 @@ def test_no_table_without_two_evaluations():
 
 
 def test_training_evaluates_before_every_n_steps_and_at_the_end(tmp_path):
-    from rlvr.train import train
+    from rlvr.training.run import train
 
     model = build_tiny_model(tmp_path / "tiny")
     recipe = recipe_from_dict({

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from rlvr.cli import main
-from rlvr.evaluate import recount
+from rlvr.evaluation.evaluate import recount
 from rlvr.testing import build_tiny_model
 
 PROBLEMS = [
@@ -94,7 +94,7 @@ def test_empty_data_gives_one_line(tiny, tmp_path, capsys):
 
 
 def test_vllm_backend_without_vllm_gives_one_line(tiny, data, tmp_path, capsys):
-    from rlvr.eval_backends import vllm_available
+    from rlvr.evaluation.backends import vllm_available
 
     if vllm_available():
         pytest.skip("vLLM and a GPU are present")

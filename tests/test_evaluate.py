@@ -5,8 +5,8 @@ import json
 import pytest
 
 from rlvr.errors import RlvrError
-from rlvr.eval_backends import Generation, HFBackend, Sampling, choose_backend
-from rlvr.evaluate import (
+from rlvr.evaluation.backends import Generation, HFBackend, Sampling, choose_backend
+from rlvr.evaluation.evaluate import (
     EvalConfig,
     ModelSpec,
     check_split,
@@ -175,7 +175,7 @@ def test_samples_add_pass_at_k_next_to_greedy_accuracy(data):
 
 def test_outputs_recount_to_the_summary_and_the_report_embeds_the_figure(data, tmp_path):
     records = score_canned(data, RIGHT, label="a") + score_canned(data, RIGHT, label="b")
-    from rlvr.evaluate import EvalResult
+    from rlvr.evaluation.evaluate import EvalResult
 
     summary = summarize(records, [ModelSpec("a", label="a"), ModelSpec("b", label="b")])
     summary.update(task="gsm8k", split="train", train_split=True, warnings=["Evaluated on the TRAIN split"])
@@ -246,7 +246,7 @@ def test_adapter_for_a_differently_shaped_model_is_one_clear_error(tiny, tmp_pat
 
 
 def test_vllm_backend_without_vllm_or_gpu_is_one_clear_error():
-    from rlvr.eval_backends import vllm_available
+    from rlvr.evaluation.backends import vllm_available
 
     if vllm_available():
         pytest.skip("vLLM and a GPU are present")

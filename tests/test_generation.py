@@ -1,6 +1,6 @@
 """Stopping at the answer line: per-row stopping and cutting with EOS."""
 
-from rlvr.generation import AnswerStop
+from rlvr.evaluation.stopping import AnswerStop
 from rlvr.tasks.prompts import STOP_PATTERNS
 from rlvr.testing import build_tokenizer
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from rlvr.health import HISTOGRAM_EDGES, HealthMonitor, batch_metrics, histogram
+from rlvr.training.health import HISTOGRAM_EDGES, HealthMonitor, batch_metrics, histogram
 
 
 def row(format_reward: float, correctness: float) -> dict:

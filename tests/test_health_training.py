@@ -11,9 +11,9 @@ import pytest
 
 from rlvr.config import recipe_from_dict
 from rlvr.rewards.base import REWARDS, named
-from rlvr.run_report import write_report
 from rlvr.testing import build_tiny_model
-from rlvr.train import build_trainer, train
+from rlvr.training.report import write_report
+from rlvr.training.run import build_trainer, train
 
 if "steady" not in REWARDS:
 

@@ -6,8 +6,8 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.errors import RlvrError
-from rlvr.health import HISTOGRAM_EDGES
-from rlvr.run_report import write_report
+from rlvr.training.health import HISTOGRAM_EDGES
+from rlvr.training.report import write_report
 
 
 def write_lines(path, records):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from rlvr.stats import mcnemar_exact, mean_pass_at_k, paired_counts, pass_at_k, wilson_interval
+from rlvr.evaluation.stats import mcnemar_exact, mean_pass_at_k, paired_counts, pass_at_k, wilson_interval
 
 
 def test_wilson_interval_matches_newcombe_1998_example():

@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.config import load_recipe
 from rlvr.errors import RlvrError
-from rlvr.train import train
+from rlvr.training.run import train
 
 
 def tiny_recipe(model_dir, output_dir, *extra):

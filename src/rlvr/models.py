@@ -1,4 +1,4 @@
-"""Resolve a model reference to something transformers can load, and build the LoRA config.
+"""Resolve a model reference to something transformers can load; load it (LoRA / QLoRA / CPU fallback).
 
 A reference is one of:
 
@@ -22,8 +22,12 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rlvr.errors import RlvrError
+
+if TYPE_CHECKING:
+    from rlvr.config import Recipe
 
 
 @dataclass(frozen=True)
@@ -146,3 +150,86 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
 def describe(reference: str) -> str:
     alias = ALIASES.get(reference.strip().lower())
     return alias.description if alias else reference
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_tokenizer(model_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path)
+    except OSError:
+        raise RlvrError(_not_found(model_path)) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def _not_found(model_path: str) -> str:
+    return (
+        f"model '{model_path}' not found: it is not a local directory and the Hugging Face Hub is unreachable "
+        "or has no such model. Use a local model directory, a .gguf file, or the built-in 'smollm2-135m-instruct'."
+    )
+
+
+def load_model(model_path: str, recipe: Recipe) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"dtype": _dtype(recipe.model.dtype)}
+    if recipe.model.attn_implementation:
+        kwargs["attn_implementation"] = recipe.model.attn_implementation
+    if recipe.model.load_in_4bit and _four_bit_available(recipe):
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
+    try:
+        return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+    except OSError:
+        raise RlvrError(_not_found(model_path)) from None
+
+
+def _dtype(name: str) -> Any:
+    import torch
+
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return getattr(torch, name)
+
+
+def _four_bit_available(recipe: Recipe) -> bool:
+    import importlib.util
+
+    import torch
+
+    if torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes"):
+        return True
+    reason = "no CUDA GPU" if not torch.cuda.is_available() else "bitsandbytes is not installed (pip install 'rlvr[qlora]')"
+    if recipe.model.quantization_fallback == "error":
+        raise RlvrError(f"model.load_in_4bit needs CUDA and bitsandbytes ({reason}); set model.load_in_4bit=false.")
+    print(f"rlvr: warning: 4-bit loading unavailable ({reason}); training plain LoRA instead.", file=sys.stderr)
+    return False
+
+
+def lora_config(recipe: Recipe) -> Any:
+    from peft import LoraConfig
+
+    m = recipe.model
+    return LoraConfig(
+        r=m.lora_r,
+        lora_alpha=m.lora_alpha,
+        lora_dropout=m.lora_dropout,
+        target_modules=m.lora_target_modules,
+        modules_to_save=m.lora_modules_to_save,
+        task_type="CAUSAL_LM",
+    )

@@ -68,7 +68,7 @@ def parse_shots(text: str | None) -> list[int] | None:
 
 def build_config(args: argparse.Namespace):  # noqa: ANN201
     from rlvr.commands.reward import parse_options
-    from rlvr.evaluate import EvalConfig, model_specs
+    from rlvr.evaluation.evaluate import EvalConfig, model_specs
 
     options = parse_options(args.option)
     if args.data:
@@ -95,7 +95,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlvr.evaluate import evaluate, write_outputs
+    from rlvr.evaluation.evaluate import evaluate, write_outputs
 
     config = build_config(args)
     result = evaluate(config)

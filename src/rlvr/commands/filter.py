@@ -29,11 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rlvr.config import load_recipe
-    from rlvr.difficulty import Band, pass_rates, sample_completions
     from rlvr.errors import RlvrError
-    from rlvr.models import resolve_model
+    from rlvr.models import load_model, load_tokenizer, resolve_model
     from rlvr.tasks import get_task
-    from rlvr.train import load_model, load_tokenizer
+    from rlvr.training.difficulty import Band, pass_rates, sample_completions
 
     band = Band(*args.band)
     if args.samples < 1:

@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlvr.run_report import write_report
+    from rlvr.training.report import write_report
 
     path = write_report(args.run_dir, args.output)
     print(f"report: {path}")

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rlvr.config import load_recipe
-    from rlvr.train import train
+    from rlvr.training.run import train
 
     overrides = list(args.overrides)
     if args.output_dir:
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(result) -> None:  # noqa: ANN001
-    from rlvr.eval_callback import before_after_table
+    from rlvr.training.evaluation import before_after_table
 
     start, end = result.reward_start, result.reward_end
     print()

@@ -16,7 +16,6 @@ import abc
 import dataclasses
 from typing import Any, ClassVar
 
-from rlvr.config_utils import build_dataclass
 from rlvr.errors import RlvrError
 from rlvr.registry import Registry
 from rlvr.rewards.base import RewardFunc, build_reward
@@ -69,14 +68,6 @@ class Task(abc.ABC):
 def _columns(records: list[dict[str, Any]]) -> dict[str, list[Any]]:
     keys = {k for r in records for k in r if k != "completion"}
     return {k: [r.get(k) for r in records] for k in keys}
-
-
-def get_task(name: str, options: dict[str, Any] | None = None) -> Task:
-    """Instantiate the task ``name`` with ``options`` (validated against its fields)."""
-    import rlvr.tasks  # noqa: F401  (registers the built-in tasks)
-
-    cls = TASKS.get(name)
-    return build_dataclass(cls, options or {}, where=f"task '{name}'")
 
 
 def check_split(split: str) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.health import HEALTH_DIR
+from rlvr.training.health import HEALTH_DIR
 
 # (file stem, title, [(metric key or prefix*, label)], y label)
 CURVES = [

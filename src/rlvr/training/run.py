@@ -50,7 +50,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     """Train ``recipe`` and return where the outputs are and how the reward moved."""
     import torch
 
-    from rlvr.eval_callback import EvalCallback
+    from rlvr.training.evaluation import EvalCallback
 
     if recipe.run.threads:
         torch.set_num_threads(recipe.run.threads)
@@ -76,17 +76,17 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
 
-    from rlvr.callbacks import ConsoleCallback
-    from rlvr.eval_callback import EvalCallback
-    from rlvr.models import resolve_model
+    from rlvr.models import load_model, load_tokenizer, lora_config, resolve_model
     from rlvr.tasks import get_task
-    from rlvr.trainer import RlvrGRPOTrainer
+    from rlvr.training.callbacks import ConsoleCallback
+    from rlvr.training.evaluation import EvalCallback
+    from rlvr.training.trainer import RlvrGRPOTrainer
 
     task = get_task(recipe.task_name, recipe.task_options)
     reward_funcs = task.reward_functions(recipe.rewards)
     dataset = task.load("train")
     if recipe.run.difficulty_filter:
-        from rlvr.difficulty import apply_filter
+        from rlvr.training.difficulty import apply_filter
 
         dataset = apply_filter(dataset, recipe.run.difficulty_filter)
     model_path = resolve_model(recipe.model.name_or_path)
@@ -114,100 +114,20 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
 
 
 def controls_from(recipe: Recipe) -> Any:
-    from rlvr.controls import Controls
+    from rlvr.training.controls import Controls
 
     run = recipe.run
     return Controls(run.zero_variance_groups, run.resample_attempts, run.advantage_clip)
 
 
 def install_health(trainer: Any, recipe: Recipe) -> None:
-    from rlvr.health import HealthCallback
-    from rlvr.samples import SampleCallback
+    from rlvr.training.health import HealthCallback
+    from rlvr.training.samples import SampleCallback
 
     run = recipe.run
     trainer.add_callback(HealthCallback(trainer, run.health_histogram_steps, run.health_patience, run.health_patience > 0))
     if run.sample_steps:
         trainer.add_callback(SampleCallback(trainer, run.sample_steps, run.sample_rows))
-
-
-def load_tokenizer(model_path: str) -> Any:
-    from transformers import AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model_path)
-    except OSError:
-        raise RlvrError(_not_found(model_path)) from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "left"
-    return tokenizer
-
-
-def _not_found(model_path: str) -> str:
-    return (
-        f"model '{model_path}' not found: it is not a local directory and the Hugging Face Hub is unreachable "
-        "or has no such model. Use a local model directory, a .gguf file, or the built-in 'smollm2-135m-instruct'."
-    )
-
-
-def load_model(model_path: str, recipe: Recipe) -> Any:
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    kwargs: dict[str, Any] = {"dtype": _dtype(recipe.model.dtype)}
-    if recipe.model.attn_implementation:
-        kwargs["attn_implementation"] = recipe.model.attn_implementation
-    if recipe.model.load_in_4bit and _four_bit_available(recipe):
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16,
-        )
-    try:
-        return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
-    except OSError:
-        raise RlvrError(_not_found(model_path)) from None
-
-
-def _dtype(name: str) -> Any:
-    import torch
-
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
-    return getattr(torch, name)
-
-
-def _four_bit_available(recipe: Recipe) -> bool:
-    import importlib.util
-
-    import torch
-
-    if torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes"):
-        return True
-    reason = "no CUDA GPU" if not torch.cuda.is_available() else "bitsandbytes is not installed (pip install 'rlvr[qlora]')"
-    if recipe.model.quantization_fallback == "error":
-        raise RlvrError(f"model.load_in_4bit needs CUDA and bitsandbytes ({reason}); set model.load_in_4bit=false.")
-    print(f"rlvr: warning: 4-bit loading unavailable ({reason}); training plain LoRA instead.", file=sys.stderr)
-    return False
-
-
-def lora_config(recipe: Recipe) -> Any:
-    from peft import LoraConfig
-
-    m = recipe.model
-    return LoraConfig(
-        r=m.lora_r,
-        lora_alpha=m.lora_alpha,
-        lora_dropout=m.lora_dropout,
-        target_modules=m.lora_target_modules,
-        modules_to_save=m.lora_modules_to_save,
-        task_type="CAUSAL_LM",
-    )
 
 
 def grpo_config(recipe: Recipe) -> Any:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr.health import TrainerCallback, append_jsonl, log_artifact
 from rlvr.rewards.base import completion_text
+from rlvr.training.health import TrainerCallback, append_jsonl, log_artifact
 from rlvr.verifiers.math import format_answer, read_answer
 
 SAMPLES_FILE = "samples.jsonl"

@@ -28,8 +28,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.eval_backends import Generation, Sampling, choose_backend, render_prompts, warn
-from rlvr.stats import mcnemar_exact, mean_pass_at_k, paired_counts, wilson_interval
+from rlvr.evaluation.backends import Generation, Sampling, choose_backend, render_prompts, warn
+from rlvr.evaluation.stats import mcnemar_exact, mean_pass_at_k, paired_counts, wilson_interval
 
 CORRECTNESS = "correctness"
 FORMAT = "format"
@@ -67,7 +67,7 @@ class EvalConfig:
     max_new_tokens: int = 256
     batch_size: int = 16
     backend: str = "auto"
-    #: hf backend: drop stopped rows from the batch (rlvr.decoding); False: plain generate() (benchmarks).
+    #: hf backend: drop stopped rows from the batch (rlvr.evaluation.decoding); False: plain generate() (benchmarks).
     compact_batches: bool = True
     dtype: str = "auto"
     seed: int = 0
@@ -168,8 +168,7 @@ def prompt_hash(prompt: str) -> str:
 def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
     """(model in eval mode with the adapter merged in, tokenizer, resolved base path)."""
     from rlvr.config import ModelConfig
-    from rlvr.models import resolve_model
-    from rlvr.train import load_model, load_tokenizer
+    from rlvr.models import load_model, load_tokenizer, resolve_model
 
     if spec.adapter:
         adapter_config(spec.adapter)  # a bad adapter path fails before the model loads
@@ -302,11 +301,10 @@ def _number(value: float | None) -> float | int | None:
 
 def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> tuple[Any, str]:
     """(backend, resolved base path) for one configuration."""
-    from rlvr.eval_backends import HFBackend, VLLMBackend
+    from rlvr.evaluation.backends import HFBackend, VLLMBackend
 
     if name == "vllm":
-        from rlvr.models import resolve_model
-        from rlvr.train import load_tokenizer
+        from rlvr.models import load_tokenizer, resolve_model
 
         if spec.adapter:
             adapter_config(spec.adapter)
@@ -443,7 +441,7 @@ def compare(first: str, second: str, shots: int, a: dict[str, bool], b: dict[str
 
 def write_outputs(result: EvalResult, output_dir: str | Path, figure: bool = True) -> dict[str, Path]:
     """samples.jsonl, summary.json, accuracy.png and report.html in ``output_dir``."""
-    from rlvr.report import write_figure, write_report
+    from rlvr.evaluation.report import write_figure, write_report
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.health import ACCURACY_REWARDS
 from rlvr.jsonl import read_jsonl
+from rlvr.training.health import ACCURACY_REWARDS
 
 
 @dataclass
@@ -60,7 +60,7 @@ def sample_completions(
     """``samples`` sampled completions per prompt (greedy: one), each cut at the task's answer line."""
     import torch
 
-    from rlvr.generation import AnswerStop
+    from rlvr.evaluation.stopping import AnswerStop
 
     stop = AnswerStop(tokenizer, stop_patterns) if stop_patterns else None
     results = []

@@ -1,6 +1,6 @@
 """Run health: per-batch metrics, advantage histograms, and warnings when a GRPO run is not learning.
 
-The trainer (:class:`rlvr.trainer.RlvrGRPOTrainer`) adds :func:`batch_metrics`
+The trainer (:class:`rlvr.training.trainer.RlvrGRPOTrainer`) adds :func:`batch_metrics`
 to TRL's own metrics each step, so they reach the console and every
 ``report_to`` tracker through ``Trainer.log``. :class:`HealthCallback` writes
 them to ``<output_dir>/health/`` (``metrics.jsonl``, ``advantages.jsonl``,

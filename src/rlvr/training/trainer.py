@@ -1,5 +1,5 @@
 """TRL's GRPOTrainer plus what it lacks for verifiable-answer tasks: stopping at the answer,
-health metrics, and the practitioners' advantage controls (:mod:`rlvr.controls`)."""
+health metrics, and the practitioners' advantage controls (:mod:`rlvr.training.controls`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from rlvr.controls import (
+from rlvr.errors import RlvrError
+from rlvr.evaluation.stopping import AnswerStop
+from rlvr.training.controls import (
     Controls,
     can_splice,
     clip_advantages,
@@ -22,9 +24,7 @@ from rlvr.controls import (
     splice_rows,
     zero_variance_groups,
 )
-from rlvr.errors import RlvrError
-from rlvr.generation import AnswerStop
-from rlvr.health import batch_metrics
+from rlvr.training.health import batch_metrics
 
 
 class RlvrGRPOTrainer(GRPOTrainer):
@@ -35,7 +35,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
     vLLM rollouts are left to vLLM (pass ``stop`` through ``generation_kwargs``).
 
     Every training batch also gets health metrics (accuracy, format rate,
-    advantage spread, time split; see :func:`rlvr.health.batch_metrics`) in
+    advantage spread, time split; see :func:`rlvr.training.health.batch_metrics`) in
     TRL's ``_metrics``, so every ``report_to`` tracker logs them, and the
     ``controls`` act on its advantages before TRL's loss.
     """

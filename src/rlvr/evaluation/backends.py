@@ -81,15 +81,15 @@ class HFBackend:
 
     def __init__(self, model: Any, tokenizer: Any, stop_patterns: Sequence[str], batch_size: int = 16,
                  compact: bool = True):
-        from rlvr.decoding import supports_compaction
-        from rlvr.generation import AnswerStop
+        from rlvr.evaluation.decoding import supports_compaction
+        from rlvr.evaluation.stopping import AnswerStop
 
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = max(1, batch_size)
         self.stop = AnswerStop(tokenizer, stop_patterns)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        # Rows leave the batch when they stop (rlvr.decoding); generate() where that cannot apply.
+        # Rows leave the batch when they stop (rlvr.evaluation.decoding); generate() where that cannot apply.
         self.compact = compact and supports_compaction(model)
 
     def generate(self, prompts: Sequence[str], sampling: Sampling, progress: Any = None) -> list[list[Generation]]:
@@ -140,8 +140,8 @@ class HFBackend:
         return [self._finish(ids) for ids in new_tokens]
 
     def _decode_compacting(self, batch: dict[str, Any], sampling: Sampling) -> list[list[int]]:
-        """Like generate(), but rows leave the batch as soon as they stop (rlvr.decoding)."""
-        from rlvr.decoding import decode, eos_ids
+        """Like generate(), but rows leave the batch as soon as they stop (rlvr.evaluation.decoding)."""
+        from rlvr.evaluation.decoding import decode, eos_ids
 
         expand = sampling.n
         return decode(

@@ -16,7 +16,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from rlvr.stats import mcnemar_exact, paired_counts
+from rlvr.evaluation.stats import mcnemar_exact, paired_counts
 
 
 class EvalCallback(TrainerCallback):
@@ -62,8 +62,8 @@ class EvalCallback(TrainerCallback):
             self.evaluate(step)
 
     def evaluate(self, step: int) -> dict[str, Any]:
-        from rlvr.eval_backends import HFBackend, Sampling
-        from rlvr.evaluate import config_stats, generate_and_score
+        from rlvr.evaluation.backends import HFBackend, Sampling
+        from rlvr.evaluation.evaluate import config_stats, generate_and_score
 
         if self.evaluations and self.evaluations[-1]["step"] == step:
             return self.evaluations[-1]
