@@ -78,6 +78,7 @@ class CodeScore:
     status: str
     tests_total: int
     result: RunResult | None = None
+    program: str = ""  # what ran: the extracted code, with the prompt prefix where the task gives one
 
     @property
     def tests_passed(self) -> int:
@@ -130,7 +131,7 @@ class CodeScorer:
             program, suite = self._program_and_suite(completion, row)
             if suite is None or not program.strip():
                 status, total = ("no_code", suite.total) if suite is not None else ("no_tests", 0)
-                scores[index] = CodeScore(0.0, status, total)
+                scores[index] = CodeScore(0.0, status, total, program=program)
                 keys.append(None)
                 continue
             key = (program, json.dumps(suite.to_json(), sort_keys=True))
@@ -141,7 +142,8 @@ class CodeScorer:
         for index, key in enumerate(keys):
             if key is not None:
                 result = results[key]
-                scores[index] = CodeScore(reward_from(result, self.partial), result.status, result.tests_total, result)
+                scores[index] = CodeScore(reward_from(result, self.partial), result.status, result.tests_total, result,
+                                          key[0])
         return [s for s in scores if s is not None]
 
     @staticmethod

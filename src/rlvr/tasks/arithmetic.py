@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.tasks.base import TASKS, check_split
+from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
@@ -31,7 +32,7 @@ _EXEMPLAR_OFFSET = 3_000_017
 
 @TASKS.register("arithmetic")
 @dataclass
-class ArithmeticTask(Task):
+class ArithmeticTask(NumericAnswerTask):
     """Generated arithmetic (reasoning-gym) with a k-shot prompt in the GSM8K format."""
 
     #: reasoning-gym dataset name, e.g. basic_arithmetic, chain_sum, products.

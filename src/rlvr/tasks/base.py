@@ -2,18 +2,38 @@
 
 A task bundles what a training or evaluation run needs to know about one kind
 of problem: how to load its data as rows with a ``prompt`` column and gold
-columns, which rewards judge it, and where generation should stop. Adding a
-task means adding a module under ``rlvr/tasks/``; the trainer never changes.
+columns, which rewards train on it, where generation should stop, and what
+"correct" means. Adding a task means adding a module under ``rlvr/tasks/``;
+the trainer never changes.
 
 Tasks are dataclasses: their fields are the task's options, so a recipe's
 ``task:`` section is validated against them (unknown keys are named, with the
 closest valid one).
+
+**The task owns correctness.** Every module that needs to know whether a
+completion is right (``rlvr eval``, the in-training evaluation, ``rlvr filter``,
+run health, sample tables) asks the task; none of them names a reward:
+
+* :meth:`Task.judge` judges completions against their rows' gold columns and
+  returns one :class:`Outcome` each (correct, score, answer and gold as shown,
+  well-formed, details). It is the authority: it uses the task's verifier
+  (math: the answer-line verifier; code: the sandbox, correct when every test
+  passes; keywords: the rubric, correct at full credit), not a recipe's rewards.
+* :meth:`Task.correct_from_rewards` / :meth:`Task.well_formed_from_rewards`
+  read the same verdicts off a completion's raw reward components where they
+  are already computed (training batches), so health metrics cost nothing; they
+  return None when the recipe lacks the deciding reward (:attr:`Task.judged_by`).
+* :meth:`Task.shown_answer` and :meth:`Task.shown_gold` say how to show the
+  extracted answer and the gold to people; :attr:`Task.accuracy_name` names the
+  accuracy metric; :attr:`Task.takes_shots` says whether ``shots`` (exemplars)
+  is an option of the task.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rlvr.errors import RlvrError
@@ -23,6 +43,33 @@ from rlvr.rewards.base import RewardFunc, build_reward
 TASKS: Registry[type[Task]] = Registry("task")
 
 SPLITS = ("train", "validation", "test")
+#: A raw reward component at or above this (less float noise) is full credit: correct.
+FULL_CREDIT = 1.0 - 1e-9
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """How one completion fared, as its task judges it.
+
+    ``correct``: the task's verdict (math: the answer equals the gold; code: every test
+    passes; keywords: full rubric credit). ``score``: the task's own measure in [0, 1]
+    (math: 1 or 0; code: the share of tests passed; keywords: the rubric score).
+    ``answer`` / ``gold``: the extracted answer and the gold as shown to people (None:
+    nothing to show). ``well_formed``: the answer came in the expected form (math: a
+    well-formed answer line after reasoning; code: the program is defined and runs);
+    None where the task has no notion of form. ``details``: task-specific, JSON-ready
+    (code: status, tests and their outcomes; keywords: the rubric explanation).
+    """
+
+    correct: bool
+    score: float
+    answer: str | None = None
+    gold: str | None = None
+    well_formed: bool | None = None
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -34,10 +81,47 @@ class Task(abc.ABC):
     default_rewards: ClassVar[list[dict[str, Any]]] = []
     #: Regexes (``re.MULTILINE``) on generated text; generation of a row ends at the first match.
     stop_patterns: ClassVar[list[str]] = []
+    #: The name of the task's accuracy metric (the share of completions judged correct).
+    accuracy_name: ClassVar[str] = "accuracy"
+    #: Whether the task has a ``shots`` option (exemplars before each question).
+    takes_shots: ClassVar[bool] = False
+    #: The reward whose raw score decides "correct" in training batches (full credit, 1.0, is correct).
+    judged_by: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def load(self, split: str) -> Any:
         """A ``datasets.Dataset`` for ``split`` (train / validation / test) with a ``prompt`` column."""
+
+    # --------------------------------------------------------------------- correctness
+
+    @abc.abstractmethod
+    def judge(self, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
+        """One :class:`Outcome` per completion; ``rows[i]`` is the dataset row (its gold columns) completion i answers.
+
+        Completions are plain strings or chat message lists. Never raises on model output.
+        """
+
+    def shown_answer(self, completion: Any) -> str | None:
+        """The answer a completion gives, as shown to people (None: nothing to extract)."""
+        return None
+
+    def shown_gold(self, row: Mapping[str, Any]) -> str | None:
+        """A row's gold, as shown to people (None: nothing to show)."""
+        return None
+
+    def correct_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
+        """The verdict read off a completion's raw reward components; None when :attr:`judged_by` is not among them."""
+        if self.judged_by is None or self.judged_by not in rewards:
+            return None
+        return (rewards[self.judged_by] or 0.0) >= FULL_CREDIT
+
+    def well_formed_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
+        """Whether the answer came in the expected form, read off raw reward components (None: cannot tell)."""
+        return None
+
+    def close(self) -> None:
+        """Release what judging started (the code tasks' sandbox workers). Judging again restarts it."""
+        return None
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
         """Build reward functions from recipe specs, or the task's defaults."""

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
-from rlvr.rewards.code import CodeScorer
+from rlvr.rewards.base import completion_text
+from rlvr.rewards.code import CodeScore, CodeScorer, extract_code
 from rlvr.sandbox import Limits
-from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.tasks.base import TASKS, Outcome, Task, check_split
 
 DATASETS = ("mbpp", "humaneval")
 MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
@@ -90,6 +92,8 @@ class CodeTask(Task):
 
     name = "code"
     stop_patterns = PROGRAM_STOPS
+    accuracy_name = "pass@1"
+    judged_by = "code_execution"
     #: Instances replace this with their own partial/timeout/memory options.
     default_rewards = [{"name": "code_execution"}]
 
@@ -129,13 +133,72 @@ class CodeTask(Task):
 
     def score_records(self, records: list[dict[str, Any]], rewards: Any = None) -> list[dict[str, Any]]:
         """``reward``, ``tests_passed``, ``tests_total`` and ``status`` per record (either test form)."""
-        local = (str(Path(self.data).expanduser().resolve()),) if Path(self.data).expanduser().is_file() else ()
-        scorer = CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb), hide=local)
+        scorer = self._new_scorer()
         try:
             scores = scorer.score([r.get("completion", "") for r in records], records)
         finally:
             scorer.close()
         return [score.to_json() for score in scores]
+
+    # ------------------------------------------------------------------ correctness
+
+    def judge(self, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
+        """Correct when the program is defined and passes every test (the sandbox runs it; identical programs once)."""
+        scorer = self.__dict__.get("_scorer")
+        if scorer is None:
+            scorer = self.__dict__["_scorer"] = self._new_scorer()
+        scores = scorer.score(list(completions), [dict(row) for row in rows])
+        return [self._outcome(score, row) for score, row in zip(scores, rows, strict=True)]
+
+    def shown_answer(self, completion: Any) -> str | None:
+        """The code the completion gives (its first fenced block, else the completion without a stop marker)."""
+        code = extract_code(completion_text(completion))
+        return code if code.strip() else None
+
+    def shown_gold(self, row: Mapping[str, Any]) -> str | None:
+        """The tests: MBPP's assert lines, or HumanEval's check function."""
+        tests = row.get("test_list")
+        if isinstance(tests, str):
+            tests = [tests]
+        if isinstance(tests, (list, tuple)) and tests:
+            return "\n".join(str(t) for t in tests)
+        test = row.get("test")
+        return test if isinstance(test, str) and test.strip() else None
+
+    def well_formed_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
+        """A program that is defined and runs earns code_execution > 0."""
+        if self.judged_by not in rewards:
+            return None
+        return (rewards[self.judged_by] or 0.0) > 0
+
+    def close(self) -> None:
+        scorer = self.__dict__.pop("_scorer", None)
+        if scorer is not None:
+            scorer.close()
+
+    def _outcome(self, score: CodeScore, row: Mapping[str, Any]) -> Outcome:
+        result = score.result
+        passed = result.tests_passed if result else 0
+        total = result.tests_total if result else score.tests_total
+        defined = bool(result and result.defined)
+        details: dict[str, Any] = {"status": score.status, "tests_passed": passed, "tests_total": total,
+                                   "tests": list(result.passed) if result else [], "reward": score.reward}
+        if result is not None:
+            details["failures"] = {str(k): v for k, v in result.failures.items()}
+            if result.detail:
+                details["detail"] = result.detail
+        return Outcome(
+            correct=defined and total > 0 and passed == total,
+            score=passed / total if total else 0.0,
+            answer=score.program or None,
+            gold=self.shown_gold(row),
+            well_formed=defined,
+            details=details,
+        )
+
+    def _new_scorer(self) -> CodeScorer:
+        local = (str(Path(self.data).expanduser().resolve()),) if Path(self.data).expanduser().is_file() else ()
+        return CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb), hide=local)
 
     # ------------------------------------------------------------------ HumanEval
 

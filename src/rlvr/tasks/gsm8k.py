@@ -18,8 +18,9 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
-from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.tasks.base import TASKS, check_split
 from rlvr.tasks.exemplars import BUILTIN_EXEMPLARS
+from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
@@ -51,7 +52,7 @@ def split_solution(answer: str) -> tuple[str, str]:
 
 @TASKS.register("gsm8k")
 @dataclass
-class GSM8KTask(Task):
+class GSM8KTask(NumericAnswerTask):
     """GSM8K with the published recipe's k-shot chain-of-thought prompt."""
 
     #: Hub dataset id, a directory with train.jsonl/test.jsonl, or one JSONL file.

@@ -14,6 +14,7 @@ Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import RewardFunc
 from rlvr.rewards.keywords import judge_completion, rubric_for
-from rlvr.tasks.base import TASKS, Task, check_split
+from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
+from rlvr.verifiers.keywords import Judgement
 
 BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
 
@@ -49,6 +51,8 @@ class KeywordsTask(Task):
 
     name = "keywords"
     default_rewards = [{"name": "keywords", "weight": 1.0}]
+    accuracy_name = "full credit"
+    judged_by = "keywords"
 
     def __post_init__(self) -> None:
         for name in ("validation_fraction", "test_fraction"):
@@ -106,6 +110,27 @@ class KeywordsTask(Task):
     def default_rubric(self) -> Rubric:
         return load_rubric(self.rubric)
 
+    # ------------------------------------------------------------------ correctness
+
+    def judge(self, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
+        """Correct at full rubric credit (score 1.0); the score is the rubric score, details its explanation."""
+        default = self.default_rubric()
+        outcomes = []
+        for completion, row in zip(completions, rows, strict=True):
+            rubric = rubric_for(row.get("rubric"), default)
+            judgement = judge_completion(completion, rubric, self.semantic)
+            outcomes.append(Outcome(
+                correct=judgement.score >= FULL_CREDIT,
+                score=judgement.score,
+                answer=_groups_shown(judgement),
+                gold=f"rubric {rubric.name}",
+                details=judgement.explanation(),
+            ))
+        return outcomes
+
+    def shown_gold(self, row: Mapping[str, Any]) -> str | None:
+        return f"rubric {rubric_for(row.get('rubric'), self.default_rubric()).name}"
+
     def _record(self, index: int, row: dict[str, Any]) -> dict[str, Any]:
         own = row.get("rubric") or ""
         rubric = load_rubric(own) if own else self.default_rubric()
@@ -135,3 +160,11 @@ class KeywordsTask(Task):
                     load_rubric(row["rubric"])
             cache["rows"] = rows
         return cache["rows"]
+
+
+def _groups_shown(judgement: Judgement) -> str:
+    """The rubric groups a completion covers, e.g. ``covered 2/3: diagnosis, treatment (missing: follow_up)``."""
+    covered = [name for name, verdict in judgement.groups.items() if verdict["covered"]]
+    missing = [name for name, verdict in judgement.groups.items() if not verdict["covered"]]
+    text = f"covered {len(covered)}/{len(judgement.groups)}: {', '.join(covered) or 'none'}"
+    return f"{text} (missing: {', '.join(missing)})" if missing else text
