@@ -6,7 +6,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from rlvr.evaluation.backends import HFBackend, Sampling
-from rlvr.evaluation.decoding import decode, supports_compaction
+from rlvr.evaluation.decoding import decode, sampling_warpers, supports_compaction, warpers_for
 
 PROMPTS = ["Question: 1\n", "Question: a longer one\n", "Q", "Question: seven plus five is what\n", "xyz"]
 STOPS = ["[e-k]"]  # a random model writes these letters at different steps in different rows
@@ -116,3 +116,29 @@ def test_prompts_sharing_fewer_tokens_than_the_threshold_are_prefilled_whole(mod
     model, tokenizer = model_and_tokenizer
     _, shapes, batch = decode_recording_shapes(model, tokenizer, PROMPTS, 1)
     assert shapes == [tuple(batch["input_ids"].shape)]
+
+
+def test_rows_with_the_same_prompt_are_prefilled_once_and_decode_as_generate(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    prompts = [PROMPTS[1], PROMPTS[0], PROMPTS[1], PROMPTS[1], PROMPTS[0]]  # two groups, as GRPO rollouts repeat them
+    outputs, shapes, batch = decode_recording_shapes(model, tokenizer, prompts, 6)
+    assert shapes[0] == (2, batch["input_ids"].shape[1])
+    generated = model.generate(**batch, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+    assert outputs == generated[:, batch["input_ids"].shape[1]:].tolist()
+
+
+def test_sampling_with_top_k_1_picks_the_greedy_tokens(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    batch = tokenizer(PROMPTS, return_tensors="pt", padding=True, add_special_tokens=False)
+    greedy = decode(model, batch["input_ids"], batch["attention_mask"], 5, lambda ids: False, set(), None)
+    warpers = sampling_warpers(temperature=0.7, top_k=1)
+    assert decode(model, batch["input_ids"], batch["attention_mask"], 5, lambda ids: False, set(), warpers) == greedy
+
+
+def test_sampling_applies_the_generation_configs_warpers_in_generates_order():
+    from transformers import GenerationConfig
+
+    config = GenerationConfig(do_sample=True, temperature=0.8, top_k=0, top_p=0.9, min_p=0.05)
+    assert [type(w).__name__ for w in warpers_for(config)] == [
+        "TemperatureLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper"]
+    assert warpers_for(GenerationConfig(do_sample=False)) is None

@@ -141,13 +141,13 @@ class HFBackend:
 
     def _decode_compacting(self, batch: dict[str, Any], sampling: Sampling) -> list[list[int]]:
         """Like generate(), but rows leave the batch as soon as they stop (rlvr.evaluation.decoding)."""
-        from rlvr.evaluation.decoding import decode, eos_ids
+        from rlvr.evaluation.decoding import decode, eos_ids, sampling_warpers
 
         expand = sampling.n
+        warpers = None if sampling.greedy else sampling_warpers(temperature=sampling.temperature, top_p=sampling.top_p)
         return decode(
             self.model, batch["input_ids"].repeat_interleave(expand, 0), batch["attention_mask"].repeat_interleave(expand, 0),
-            sampling.max_new_tokens, self.stop.stopped, eos_ids(self.model, self.tokenizer),
-            temperature=None if sampling.greedy else sampling.temperature, top_p=sampling.top_p,
+            sampling.max_new_tokens, self.stop.stopped, eos_ids(self.model, self.tokenizer), warpers,
         )
 
     def _finish(self, ids: list[int]) -> Generation:

@@ -1,41 +1,54 @@
-"""Batched decoding that drops each row from the batch as soon as it has finished.
+"""Batched decoding that runs each distinct prompt once and drops each row from the batch when it finishes.
 
 ``model.generate`` keeps every row of a batch in every forward pass until the
 last row stops: one completion that rambles to the token limit makes the whole
-batch pay for it. In evaluation most rows stop at their answer line early and a
-few run on, so :func:`decode` removes finished rows from the input, the
-attention mask and the KV cache (``DynamicCache.batch_select_indices``) and the
-remaining forward passes shrink with them. k-shot prompts also start with the
-same exemplars: that shared prefix is run once, for one row, and its KV cache
-repeated for every row, so the prompt pass only covers what differs. Greedy
-decoding picks the same
-tokens as ``generate`` (up to float rounding of different batch shapes);
-sampling uses temperature and top-p like ``generate``.
+batch pay for it. :func:`decode` removes finished rows from the input, the
+attention mask and the KV cache (``DynamicCache.batch_select_indices``), so the
+remaining forward passes shrink with them.
 
-Decoder-only models only; :func:`supports_compaction` tells the caller when to
-fall back to ``generate``.
+It also avoids running the same prompt tokens twice:
+
+* rows with the same prompt (GRPO's ``num_generations`` completions of one
+  prompt, or ``n`` samples per item in ``rlvr eval``) are prefilled once and the
+  prompt's KV cache is repeated for each of its rows;
+* prompts that start with the same tokens (k-shot exemplars) run that shared
+  prefix once, for one row, and only what differs per prompt after it.
+
+Greedy decoding picks the same tokens as ``generate`` (up to float rounding of
+different batch shapes); sampling applies transformers' own logits warpers
+(temperature, top-k, top-p, min-p) in ``generate``'s order
+(:func:`sampling_warpers`). Decoder-only models only; :func:`supports_compaction`
+tells the caller when to fall back to ``generate``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-# generation_config settings that change which token generate() picks; with any of them set, use generate().
+# generation_config settings that change which token generate() picks beyond what sampling_warpers applies;
+# with any of them away from its neutral value, use generate().
 _PROCESSORS = {"repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "encoder_repetition_penalty": 1.0,
                "bad_words_ids": None, "suppress_tokens": None, "begin_suppress_tokens": None,
                "forced_bos_token_id": None, "forced_eos_token_id": None, "min_new_tokens": None, "min_length": 0,
-               "typical_p": 1.0, "min_p": None, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
+               "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None, "num_beams": 1,
+               "penalty_alpha": None, "guidance_scale": 1.0, "sequence_bias": None, "watermarking_config": None,
+               "exponential_decay_length_penalty": None, "renormalize_logits": False}
 
 
-def supports_compaction(model: Any) -> bool:
-    """Whether ``model`` is a decoder-only model whose generation_config adds no logits processors."""
+def supports_compaction(model: Any, generation_config: Any = None) -> bool:
+    """Whether :func:`decode` can stand in for ``generate`` on ``model`` with ``generation_config``.
+
+    True for decoder-only models whose generation config (default: the model's) adds no logits
+    processor beyond temperature, top-k, top-p and min-p.
+    """
     config = getattr(model, "config", None)
     if config is None or getattr(config, "is_encoder_decoder", False):
         return False
-    generation = getattr(model, "generation_config", None)
+    generation = generation_config or getattr(model, "generation_config", None)
     return all(getattr(generation, key, neutral) in (neutral, None) for key, neutral in _PROCESSORS.items())
 
 
@@ -47,6 +60,38 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return {i for i in ids if i is not None}
 
 
+def sampling_warpers(
+    temperature: float | None = None, top_k: int | None = None, top_p: float | None = None, min_p: float | None = None
+) -> Any:
+    """transformers' logits warpers for sampling, in the order ``generate`` applies them."""
+    from transformers import (
+        LogitsProcessorList,
+        MinPLogitsWarper,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    warpers = LogitsProcessorList()
+    if temperature is not None and temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if top_k:
+        warpers.append(TopKLogitsWarper(top_k=top_k))
+    if top_p is not None and top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p=top_p))
+    if min_p is not None:
+        warpers.append(MinPLogitsWarper(min_p=min_p))
+    return warpers
+
+
+def warpers_for(generation_config: Any) -> Any:
+    """The sampling warpers ``generate`` would use with ``generation_config``; None when it decodes greedily."""
+    if not generation_config.do_sample:
+        return None
+    config = generation_config
+    return sampling_warpers(config.temperature, config.top_k, config.top_p, config.min_p)
+
+
 @torch.no_grad()
 def decode(
     model: Any,
@@ -55,29 +100,26 @@ def decode(
     max_new_tokens: int,
     finished: Callable[[list[int]], bool],
     eos_token_ids: set[int],
-    temperature: float | None = None,
-    top_p: float = 1.0,
+    warpers: Any = None,
     min_shared: int = 32,
 ) -> list[list[int]]:
     """New token ids per row of a left-padded batch.
 
     A row ends at EOS (included), when ``finished(its new ids)`` is true, or at
-    ``max_new_tokens``. ``temperature`` None means greedy. When the rows' prompts
-    start with the same ``min_shared`` or more tokens (k-shot exemplars), that
-    prefix is run once and its KV cache shared by every row.
+    ``max_new_tokens``. ``warpers`` (see :func:`sampling_warpers`) None means
+    greedy. Rows with identical prompts share one prefill; when the distinct
+    prompts start with the same ``min_shared`` or more tokens (k-shot
+    exemplars), that prefix is run once for all of them.
     """
     from transformers import DynamicCache
 
-    rows = input_ids.shape[0]
-    outputs: list[list[int]] = [[] for _ in range(rows)]
-    active = list(range(rows))  # original row index of each row still in the batch
+    outputs: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
+    active = list(range(input_ids.shape[0]))  # original row index of each row still in the batch
     cache = DynamicCache()
-    cache_arg = _cache_argument(model)
-    tokens, mask, positions = _prefill_shared_prefix(model, input_ids, attention_mask, cache, cache_arg, min_shared)
+    cache_arg = cache_argument(model)
+    logits, mask = _prefill(model, input_ids, attention_mask, cache, cache_arg, min_shared)
     for _ in range(max_new_tokens):
-        logits = model(input_ids=tokens, attention_mask=mask, position_ids=positions, use_cache=True,
-                       **{cache_arg: cache}).logits[:, -1, :]
-        chosen = _next_tokens(logits.float(), temperature, top_p).tolist()
+        chosen = _next_tokens(logits, warpers).tolist()
         keep = []
         for slot, (row, token) in enumerate(zip(active, chosen, strict=True)):
             outputs[row].append(token)
@@ -93,21 +135,55 @@ def decode(
             mask = mask[index]
             active = [active[slot] for slot in keep]
         mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-        tokens, positions = next_tokens, mask.long().sum(-1, keepdim=True) - 1
+        positions = mask.long().sum(-1, keepdim=True) - 1
+        logits = model(input_ids=next_tokens, attention_mask=mask, position_ids=positions, use_cache=True,
+                       **{cache_arg: cache}).logits[:, -1, :].float()
     return outputs
 
 
-def _prefill_shared_prefix(
+def _prefill(
     model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(tokens, mask, positions) for the first forward pass, after filling ``cache`` with the shared prefix.
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(next-token logits, attention mask) per row after filling ``cache`` with every row's prompt.
+
+    Each distinct prompt is run once; its cache, logits and mask are then repeated for its rows.
+    """
+    prompts = [tuple(row[mask.bool()].tolist()) for row, mask in zip(input_ids, attention_mask, strict=True)]
+    first_row: dict[tuple[int, ...], int] = {}
+    for row, prompt in enumerate(prompts):
+        first_row.setdefault(prompt, row)
+    distinct = list(first_row.values())
+    logits, mask = _prefill_distinct(model, input_ids[distinct], attention_mask[distinct], cache, cache_arg, min_shared)
+    if len(distinct) == len(prompts):
+        return logits, mask
+    slot = {prompt: i for i, prompt in enumerate(first_row)}
+    index = torch.tensor([slot[prompt] for prompt in prompts], device=input_ids.device)
+    cache.batch_select_indices(index)
+    return logits[index], mask[index]
+
+
+def _prefill_distinct(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prefill distinct prompts, running a prefix they all share (k-shot exemplars) once.
 
     Row layout afterwards: ``[shared prefix][left padding][rest of the prompt]``; the attention mask
     hides the padding and positions continue from the prefix, so each row sees exactly its prompt.
     """
+    tokens, mask, positions = _after_shared_prefix(model, input_ids, attention_mask, cache, cache_arg, min_shared)
+    keep_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+    output = model(input_ids=tokens, attention_mask=mask, position_ids=positions, use_cache=True,
+                   **{cache_arg: cache}, **keep_last)
+    return output.logits[:, -1, :].float(), mask
+
+
+def _after_shared_prefix(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(tokens, mask, positions) still to prefill once the prefix shared by every prompt is in ``cache``."""
     prompts = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask, strict=True)]
     shared = _common_prefix_length(prompts)
-    if shared < max(1, min_shared):
+    if len(prompts) < 2 or shared < max(1, min_shared):
         return input_ids, attention_mask, (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
     device = input_ids.device
     prefix = torch.tensor([prompts[0][:shared]], device=device)
@@ -132,25 +208,25 @@ def _common_prefix_length(prompts: list[list[int]]) -> int:
     return length
 
 
-def _cache_argument(model: Any) -> str:
-    """``cache`` in transformers >= 5.x (``past_key_values`` is deprecated there), else ``past_key_values``."""
-    import inspect
-
+def _signature(model: Any) -> Any:
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     try:
-        parameters = inspect.signature(base.forward).parameters
+        return inspect.signature(base.forward).parameters
     except (TypeError, ValueError):
-        return "past_key_values"
-    return "cache" if "cache" in parameters else "past_key_values"
+        return {}
 
 
-def _next_tokens(logits: torch.Tensor, temperature: float | None, top_p: float) -> torch.Tensor:
-    if temperature is None:
+def _accepts(model: Any, name: str) -> bool:
+    return name in _signature(model)
+
+
+def cache_argument(model: Any) -> str:
+    """``cache`` in transformers >= 5.x (``past_key_values`` is deprecated there), else ``past_key_values``."""
+    return "cache" if _accepts(model, "cache") else "past_key_values"
+
+
+def _next_tokens(logits: torch.Tensor, warpers: Any) -> torch.Tensor:
+    if warpers is None:
         return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / max(temperature, 1e-6), dim=-1)
-    if top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # keep the smallest set reaching top_p
-        sorted_probs = sorted_probs.masked_fill(outside, 0.0)
-        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return torch.multinomial(probs, 1).squeeze(-1)
+    scores = warpers(None, logits)
+    return torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(-1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import ProgressCallback
+from transformers import ProgressCallback, TrainerCallback
 
 # (label, metric key, format) in the order shown.
 _COLUMNS = [
@@ -68,3 +68,21 @@ class ConsoleCallback(ProgressCallback):
             self.training_bar.write(message)
         else:
             print(message, flush=True)
+
+
+class SharedPromptCallback(TrainerCallback):
+    """Records which path (shared prompt or TRL's per-row) rollouts and loss take as MLflow params."""
+
+    def __init__(self, trainer: Any):
+        self.trainer = trainer
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        import sys
+
+        if "mlflow" not in sys.modules or not state.is_world_process_zero:
+            return
+        import mlflow
+
+        if mlflow.active_run() is not None:
+            paths = self.trainer.shared_prompt.summary()
+            mlflow.log_params({f"rlvr.shared_prompt.{half}": path for half, path in paths.items()})

@@ -18,8 +18,8 @@ teaches nothing. Three ways to handle such groups (``run.zero_variance_groups``)
 right, scaled advantages are +2.47 for it and -0.35 for the rest; a clip limits
 how far one lucky sample can move the policy.
 
-The functions here act on the dict ``GRPOTrainer._generate_and_score_completions``
-returns, so TRL's own loss runs unchanged on the result.
+The functions here act on TRL's rollout dict (its keys: :mod:`rlvr.training.trl_compat`),
+so TRL's own loss runs unchanged on the result.
 """
 
 from __future__ import annotations
@@ -30,20 +30,9 @@ from typing import Any
 import torch
 
 from rlvr.errors import RlvrError
+from rlvr.training.trl_compat import BATCH_KEYS, LEFT_PADDED, RIGHT_PADDED, ROW_KEYS
 
 ZERO_VARIANCE_MODES = ("keep", "drop", "resample")
-# Keys of the rollout dict whose rows are padded on the left (prompts) or the right (completions).
-LEFT_PADDED = ("prompt_ids", "prompt_mask")
-RIGHT_PADDED = (
-    "completion_ids",
-    "completion_mask",
-    "old_per_token_logps",
-    "ref_per_token_logps",
-    "sampling_per_token_logps",
-    "importance_sampling_ratio",
-    "tool_mask",
-)
-ROW_KEYS = ("advantages",)
 _MASKS = ("completion_mask", "tool_mask")
 
 
@@ -100,10 +89,9 @@ def loss_tokens(batch: dict[str, Any]) -> torch.Tensor:
     return mask.sum()
 
 
-def can_splice(batch: dict[str, Any]) -> bool:
-    """Whether every key of a rollout dict is one :func:`splice_rows` knows how to merge."""
-    known = set(LEFT_PADDED) | set(RIGHT_PADDED) | set(ROW_KEYS) | {"num_items_in_batch"}
-    return set(batch) <= known
+def unspliceable_keys(batch: dict[str, Any]) -> list[str]:
+    """Keys of a rollout dict that :func:`splice_rows` cannot move row by row (image inputs, unknown keys)."""
+    return sorted(set(batch) - set(LEFT_PADDED + RIGHT_PADDED + ROW_KEYS + BATCH_KEYS))
 
 
 def splice_rows(batch: dict[str, Any], source: dict[str, Any], rows: list[int], source_rows: list[int], pad_id: int) -> dict[str, Any]:

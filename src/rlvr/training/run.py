@@ -28,6 +28,7 @@ class TrainResult:
     rewards: list[float] = field(default_factory=list)  # mean reward per logged step
     log_history: list[dict[str, Any]] = field(default_factory=list)
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # held-out evaluations (run.eval_items)
+    shared_prompt: dict[str, str] = field(default_factory=dict)  # path of rollouts and loss (shared prompt or TRL's)
 
     @property
     def reward_start(self) -> float | None:
@@ -65,6 +66,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     rewards = [entry["reward"] for entry in history if "reward" in entry]
     result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
     result.evaluations = EvalCallback.results_of(trainer)
+    result.shared_prompt = trainer.shared_prompt.summary()
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe)
     return result
@@ -78,7 +80,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
 
     from rlvr.models import load_model, load_tokenizer, lora_config, resolve_model
     from rlvr.tasks import get_task
-    from rlvr.training.callbacks import ConsoleCallback
+    from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
     from rlvr.training.evaluation import EvalCallback
     from rlvr.training.trainer import RlvrGRPOTrainer
 
@@ -107,8 +109,11 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         controls=controls_from(recipe),
     )
     install_health(trainer, recipe)
+    trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
         ConsoleCallback.install(trainer)
+        if trainer.accelerator.is_main_process:
+            print(trainer.shared_prompt.line(), flush=True)
     EvalCallback.install(trainer, recipe, task)  # held-out evaluation when run.eval_items > 0
     return trainer
 
@@ -225,6 +230,7 @@ def write_summary(result: TrainResult, recipe: Recipe) -> None:
         "adapter_dir": str(result.adapter_dir) if result.adapter_dir else None,
         "merged_dir": str(result.merged_dir) if result.merged_dir else None,
         "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
+        "shared_prompt": result.shared_prompt,
     }
     result.output_dir.mkdir(parents=True, exist_ok=True)
     (result.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

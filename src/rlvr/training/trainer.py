@@ -1,43 +1,54 @@
 """TRL's GRPOTrainer plus what it lacks for verifiable-answer tasks: stopping at the answer,
-health metrics, and the practitioners' advantage controls (:mod:`rlvr.training.controls`)."""
+shared-prompt rollouts and loss, health metrics, and the practitioners' advantage controls
+(:mod:`rlvr.training.controls`). TRL's private extension points are reached through
+:mod:`rlvr.training.trl_compat` only."""
 
 from __future__ import annotations
 
 import contextlib
 import random
+import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
 
 from rlvr.errors import RlvrError
+from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
 from rlvr.training.controls import (
     Controls,
-    can_splice,
     clip_advantages,
     drop_rows,
     group_rows,
     splice_rows,
+    unspliceable_keys,
     zero_variance_groups,
 )
 from rlvr.training.health import batch_metrics
+from rlvr.training.shared_prompt import SharedPromptPlan, has_active_dropout, shared_token_logps
+from rlvr.training.trl_compat import TrlHooks
 
 
-class RlvrGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose transformers-generate rollouts stop at the task's answer line.
+class RlvrGRPOTrainer(TrlHooks):
+    """GRPOTrainer with shared-prompt rollouts and loss, rollouts that stop at the task's answer line, and controls.
 
-    Stopped completions are cut after the answer line and end with EOS, so TRL
-    counts them as finished (not clipped) and the policy learns to stop there.
-    vLLM rollouts are left to vLLM (pass ``stop`` through ``generation_kwargs``).
+    * Rollouts (transformers generation): each group's prompt is prefilled once and its KV cache
+      repeated for the group's completions, and finished rows leave the batch
+      (:func:`rlvr.evaluation.decoding.decode`), sampling with TRL's temperature, top-k, top-p and min-p.
+    * Stopping: completions are cut after the answer line and end with EOS, so TRL counts them as
+      finished (not clipped) and the policy learns to stop there. vLLM rollouts are left to vLLM
+      (pass ``stop`` through ``generation_kwargs``).
+    * Loss: the policy's (and reference's) per-token log-probs run each group's prompt once
+      (:mod:`rlvr.training.shared_prompt`); a micro-batch whose advantages are all zero, with
+      ``beta`` 0, skips the forward and backward (its loss and gradient are exactly zero).
+    * :attr:`shared_prompt` says which path each half takes, and why TRL's per-row path where it runs.
 
-    Every training batch also gets health metrics (accuracy, format rate,
-    advantage spread, time split; see :func:`rlvr.training.health.batch_metrics`) in
-    TRL's ``_metrics``, so every ``report_to`` tracker logs them, and the
-    ``controls`` act on its advantages before TRL's loss.
+    Every training batch also gets health metrics (accuracy, format rate, advantage spread, time
+    split; see :func:`rlvr.training.health.batch_metrics`) in TRL's metric lists, so every
+    ``report_to`` tracker logs them, and the ``controls`` act on its advantages before TRL's loss.
     """
 
     def __init__(
@@ -51,10 +62,46 @@ class RlvrGRPOTrainer(GRPOTrainer):
         self.controls = controls or Controls()
         if self.controls.zero_variance_groups == "resample" and self.accelerator.num_processes > 1:
             raise RlvrError("run.zero_variance_groups=resample needs a single process; use 'drop' when distributed.")
+        self.shared_prompt = SharedPromptPlan(self._why_not_shared_rollouts(), self._why_not_shared_loss())
+        self._shared_loss_checked = False
         self.last_batch: dict[str, Any] | None = None  # the latest training batch, for samples and histograms
         self._timings: dict[str, float] = defaultdict(float)
         self._scored: torch.Tensor | None = None
         self._resample_rng = random.Random(self.args.seed)
+
+    # --- which path: shared prompt or TRL's per-row one --------------------------------------------------------
+
+    def _why_not_shared_rollouts(self) -> str | None:
+        from transformers import ProcessorMixin
+
+        if self.use_vllm:
+            return "vLLM generates the rollouts"
+        if self.use_transformers_continuous_batching:
+            return "transformers continuous batching generates the rollouts"
+        if self.is_fsdp_enabled:
+            return "FSDP shards the parameters generation needs"
+        if isinstance(self.processing_class, ProcessorMixin):
+            return "multimodal processor"
+        if not supports_compaction(self.accelerator.unwrap_model(self.model), self.generation_config):
+            return "a generation setting rlvr.evaluation.decoding does not apply (e.g. repetition_penalty)"
+        return None
+
+    def _why_not_shared_loss(self) -> str | None:
+        from transformers import ProcessorMixin
+
+        if self.accelerator.num_processes > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return "several processes or a sharded model: the two-pass forward is checked in one process only"
+        if isinstance(self.processing_class, ProcessorMixin):
+            return "multimodal processor"
+        if self.args.gradient_checkpointing:
+            return "gradient checkpointing drops the KV cache the completions read; set grpo.gradient_checkpointing: false"
+        if has_active_dropout(self.model):
+            return "dropout is active, so rows sharing a prompt pass would share its dropout mask; set grpo.disable_dropout: true"
+        if self.aux_loss_enabled:
+            return "MoE auxiliary loss"
+        return None
+
+    # --- timing --------------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _timed(self, name: str) -> Iterator[None]:
@@ -64,22 +111,22 @@ class RlvrGRPOTrainer(GRPOTrainer):
         finally:
             self._timings[name] += time.perf_counter() - start
 
-    def _generate(self, prompts):  # noqa: ANN001, ANN202
+    def generate_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("generation"):
-            return super()._generate(prompts)
+            return trl()
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: ANN001, ANN202
+    def score_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("rewards"):
-            self._scored = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._scored = trl()
         return self._scored
 
     def training_step(self, model, inputs, num_items_in_batch):  # noqa: ANN001, ANN201
         start = time.perf_counter()
         output = super().training_step(model, inputs, num_items_in_batch)
         self._timings["step"] += time.perf_counter() - start
-        if self._step % self.current_gradient_accumulation_steps == 0:
+        if self.micro_step % self.current_gradient_accumulation_steps == 0:
             split = self._timings
-            metrics = self._metrics["train"]
+            metrics = self.metric_lists["train"]
             metrics["time/generation"].append(split["generation"])
             metrics["time/rewards"].append(split["rewards"])
             metrics["time/update"].append(max(0.0, split["step"] - split["generation"] - split["rewards"]))
@@ -87,24 +134,111 @@ class RlvrGRPOTrainer(GRPOTrainer):
             self._timings = defaultdict(float)
         return output
 
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):  # noqa: ANN001
-        if self.answer_stop is None or self.use_vllm:
-            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs)
-        model = self.accelerator.unwrap_model(self.model)
-        with self.answer_stop.installed(model):
-            completion_ids, logprobs = super()._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
-            )
+    # --- rollouts: shared prompt, stopped at the answer ----------------------------------------------------------
+
+    def generate_turn(self, prompt_ids, images, multimodal_fields, trl):  # noqa: ANN001, ANN201
+        if self.shared_prompt.rollouts is None and not images and not multimodal_fields:
+            completion_ids, logprobs = self._decode(prompt_ids), None  # TRL's generate() path has no logprobs either
+        elif self.answer_stop is not None and not self.use_vllm:
+            with self.answer_stop.installed(self.accelerator.unwrap_model(self.model)):
+                completion_ids, logprobs = trl()
+        else:
+            return trl()
+        if self.answer_stop is None:
+            return completion_ids, logprobs
         cuts = [self.answer_stop.cut(ids) for ids in completion_ids]
         self.stopped_ratio.append(sum(stopped for _, stopped in cuts) / max(1, len(cuts)))
         mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["completions/stopped_at_answer_ratio"].append(self.stopped_ratio[-1])
+        self.metric_lists[mode]["completions/stopped_at_answer_ratio"].append(self.stopped_ratio[-1])
         return [ids for ids, _ in cuts], logprobs
+
+    def _decode(self, prompt_ids: list[list[int]]) -> list[list[int]]:
+        """Sampled completions, each distinct prompt prefilled once, finished rows leaving the batch."""
+        from trl.models import unwrap_model_for_generation
+
+        device = self.accelerator.device
+        width = max(len(ids) for ids in prompt_ids)
+        padded = torch.tensor([[self.pad_token_id] * (width - len(ids)) + list(ids) for ids in prompt_ids], device=device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompt_ids], device=device)
+        config = self.generation_config
+        finished = self.answer_stop.stopped if self.answer_stop is not None else (lambda ids: False)
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped, self.accelerator, gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as model,
+            torch.no_grad(),
+        ):
+            return decode(model, padded, mask, config.max_new_tokens, finished, set(self.eos_token_ids),
+                          warpers_for(config))
+
+    # --- loss: shared prompt, nothing to learn skipped ------------------------------------------------------------
+
+    def token_logps(self, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,  # noqa: ANN001, ANN201
+                    extra_inputs, trl):
+        if self.shared_prompt.loss is not None or extra_inputs:
+            return trl()
+        if not self._shared_loss_checked and not self._shared_loss_agrees(model, input_ids, attention_mask,
+                                                                         logits_to_keep, trl):
+            return trl()
+        size = batch_size or input_ids.size(0)
+        chunks = []
+        for start in range(0, input_ids.size(0), size):
+            rows = slice(start, start + size)
+            shared = shared_token_logps(model, input_ids[rows], attention_mask[rows], logits_to_keep, compute_entropy,
+                                        self.accelerator.autocast)
+            if shared is None:
+                return trl()
+            chunks.append(shared)
+        logps = torch.cat([c[0] for c in chunks])
+        entropies = torch.cat([c[1] for c in chunks]) if compute_entropy else None
+        return logps, entropies, None
+
+    def _shared_loss_agrees(self, model, input_ids, attention_mask, logits_to_keep, trl) -> bool:  # noqa: ANN001
+        """Once per run: compare the shared-prompt log-probs with TRL's on a real batch; fall back if they differ."""
+        with torch.no_grad():
+            shared = shared_token_logps(model, input_ids, attention_mask, logits_to_keep, False,
+                                        self.accelerator.autocast)
+            if shared is None:
+                return True  # nothing shared in this batch: check on a later one
+            theirs = trl()[0]
+        self._shared_loss_checked = True
+        tolerance = 1e-3 if shared[0].dtype == torch.float32 else 5e-2
+        if torch.allclose(shared[0].float(), theirs.float(), rtol=tolerance, atol=tolerance):
+            return True
+        gap = (shared[0].float() - theirs.float()).abs().max().item()
+        self.shared_prompt.loss = f"its log-probs differ from TRL's by {gap:.2g} on this model"
+        print(f"rlvr: warning: shared-prompt loss off: {self.shared_prompt.loss}; TRL's per-row path runs.",
+              file=sys.stderr, flush=True)
+        return False
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001, ANN201
+        if model.training and self._nothing_to_learn(inputs):
+            self.metric_lists["train"]["update/skipped_share"].append(1.0)
+            # Exactly TRL's result (loss 0, gradient 0) without the forward: every trainable parameter gets a zero
+            # gradient, so the optimizer steps as it would after TRL's zero backward.
+            trainable = [p.reshape(-1)[:1] for p in model.parameters() if p.requires_grad]
+            return torch.cat(trainable).sum() * 0.0
+        if model.training:
+            self.metric_lists["train"]["update/skipped_share"].append(0.0)
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def _nothing_to_learn(self, inputs: dict[str, Any]) -> bool:
+        """All advantages 0 and no term without them (KL, entropy bonus, MoE loss): the loss is 0, and so its gradient."""
+        return (
+            self.beta == 0.0
+            and not bool(inputs["advantages"].any())
+            and not self.entropy_bonus_on
+            and not self.aux_loss_enabled
+            and self.accelerator.num_processes == 1
+            and not self.is_deepspeed_enabled
+        )
 
     # --- controls and health, applied to each training rollout batch -------------------------------------------
 
-    def _generate_and_score_completions(self, inputs):  # noqa: ANN001, ANN202
-        batch = super()._generate_and_score_completions(inputs)
+    def rollout_batch(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.trl_rollout(self, inputs)
         if not self.model.training:
             return batch
         size = self.num_generations
@@ -113,7 +247,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         share_before = zero.float().mean().item()
         mode = self.controls.zero_variance_groups
         resampled = 0
-        if mode == "resample" and bool(zero.any()) and can_splice(batch):
+        if mode == "resample" and bool(zero.any()):
             resampled = self._resample(batch, zero, rows)
         dropped = zero.clone() if mode != "keep" else torch.zeros_like(zero)
         # Rewards (hence groups and rows) span all processes; the batch holds this process's rows only.
@@ -124,7 +258,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
         if bool(dropped_rows.any()):
             batch = drop_rows(batch, dropped_rows)
         batch["advantages"], clipped = clip_advantages(batch["advantages"], self.controls.advantage_clip)
-        metrics = self._metrics["train"]
+        metrics = self.metric_lists["train"]
         metrics["zero_variance/share"].append(share_before)
         metrics["zero_variance/dropped_share"].append(dropped.float().mean().item())
         metrics["zero_variance/resampled_share"].append(resampled / max(1, len(zero)))
@@ -143,10 +277,10 @@ class RlvrGRPOTrainer(GRPOTrainer):
         return (torch.nan_to_num(self._scored, nan=0.0) * weights.unsqueeze(0)).sum(dim=1)
 
     def _scored_rows(self) -> list[dict[str, Any]]:
-        """This batch's prompts, completions and per-component rewards (the tail of TRL's ``_logs``)."""
+        """This batch's prompts, completions and per-component rewards (the tail of TRL's completion log)."""
         count = self._scored.size(0)
-        prompts = list(self._logs["prompt"])[-count:]
-        completions = list(self._logs["completion"])[-count:]
+        prompts = list(self.completion_log["prompt"])[-count:]
+        completions = list(self.completion_log["completion"])[-count:]
         totals = self._total_rewards().tolist()
         rows = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False)):
@@ -156,12 +290,16 @@ class RlvrGRPOTrainer(GRPOTrainer):
 
     def _resample(self, batch: dict[str, Any], zero: torch.Tensor, rows: list[dict[str, Any]]) -> int:
         """DAPO dynamic sampling: roll out fresh prompts in place of zero-variance groups. Returns groups replaced."""
+        unknown = unspliceable_keys(batch)
+        if unknown:
+            raise RlvrError(f"run.zero_variance_groups=resample cannot move rollout rows holding {', '.join(unknown)} "
+                            "(image or tool inputs); use 'drop'.")
         size, replaced = self.num_generations, 0
         for _ in range(self.controls.resample_attempts):
             todo = zero.nonzero().flatten().tolist()
             if not todo:
                 break
-            fresh = super()._generate_and_score_completions(self._fresh_inputs(len(todo)))
+            fresh = self.trl_rollout(self, self._fresh_inputs(len(todo)))
             fresh_rows = self._scored_rows()
             useful = (~zero_variance_groups(self._total_rewards(), size)).nonzero().flatten().tolist()
             pairs = list(zip(todo, useful, strict=False))
@@ -169,7 +307,7 @@ class RlvrGRPOTrainer(GRPOTrainer):
                 continue
             targets = group_rows([t for t, _ in pairs], size)
             sources = group_rows([s for _, s in pairs], size)
-            splice_rows(batch, fresh, targets, sources, self._tokenizer.pad_token_id)
+            splice_rows(batch, fresh, targets, sources, self.pad_token_id)
             for target, source in zip(targets, sources, strict=False):
                 rows[target] = {**fresh_rows[source], "resampled": True}
             for target, _ in pairs:

@@ -1,0 +1,112 @@
+"""GRPO's per-token log-probs with each group's prompt run once.
+
+The ``num_generations`` completions of a group share their prompt, yet TRL
+forwards prompt + completion row by row, so the prompt (most of each row's
+tokens with k-shot prompts) goes through the model, and back, once per
+completion. :func:`shared_token_logps` runs each distinct prompt of a
+micro-batch once (with gradient when gradients are on), repeats its KV cache
+for the rows that share it, and runs only the completions on top of it.
+
+It is the same computation as TRL's, reordered: the same tokens at the same
+positions (the padded column index, as TRL's single pass uses), the same
+attention mask, and TRL's own fused LM head (temperature, entropy) on the
+completion tokens. The gradient reaching a prompt's activations is the sum over
+its rows, which is what the per-row computation adds up to. Rows with no
+completion token left to score (dropped by ``run.zero_variance_groups: drop``)
+are not forwarded at all: TRL's log-prob for them is 0 everywhere, and so is
+this one's.
+
+The prompt is run without its last token; that token is fed with each row's
+completion, so the logits that predict the first completion token come from the
+row pass like all the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rlvr.evaluation.decoding import cache_argument
+
+SHARED = "shared prompt"
+
+
+@dataclass
+class SharedPromptPlan:
+    """Which path each half of a GRPO step takes: ``None`` means the shared-prompt one, a string why not."""
+
+    rollouts: str | None
+    loss: str | None
+
+    def summary(self) -> dict[str, str]:
+        return {half: SHARED if reason is None else f"trl per-row ({reason})"
+                for half, reason in (("rollouts", self.rollouts), ("loss", self.loss))}
+
+    def line(self) -> str:
+        return "rlvr: " + "; ".join(f"{half}: {path}" for half, path in self.summary().items())
+
+
+def shared_token_logps(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    logits_to_keep: int,
+    compute_entropy: bool,
+    autocast: Callable[[], AbstractContextManager],
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """(log-probs, entropies or None) of the last ``logits_to_keep`` tokens of each row, as TRL computes them.
+
+    ``model`` must carry TRL's fused LM head (``GRPOTrainer`` adds it); ``autocast`` makes the mixed-precision
+    context (``accelerator.autocast``). Returns None when the batch has
+    nothing to share or skip (every row has its own prompt and a completion to score): the caller runs
+    TRL's per-row forward then.
+    """
+    rows, width = input_ids.shape
+    prompt_width = width - logits_to_keep
+    scored = attention_mask[:, prompt_width:].bool().any(dim=1).nonzero().squeeze(1)
+    if prompt_width < 2 or scored.numel() == 0:
+        return None
+    prompts = torch.cat([input_ids[scored, :prompt_width], attention_mask[scored, :prompt_width]], dim=1)
+    distinct, group = torch.unique(prompts, dim=0, return_inverse=True)
+    if len(distinct) == rows:
+        return None
+    cache = _prompt_cache(model, distinct[:, : prompt_width - 1], distinct[:, prompt_width:-1], autocast)
+    cache.batch_select_indices(group)
+    tail = input_ids[scored, prompt_width - 1 :]  # the prompt's last token, then the completion
+    labels = tail.masked_fill(attention_mask[scored, prompt_width - 1 :] == 0, -100)
+    labels[:, 0] = -100
+    with autocast():
+        output = model(input_ids=tail, attention_mask=attention_mask[scored], labels=labels, fused_lm_head=True,
+                       **{cache_argument(model): cache})
+    logps = output.log_probs.new_zeros((rows, logits_to_keep)).index_copy(0, scored, output.log_probs)
+    if not compute_entropy:
+        return logps, None
+    return logps, output.entropy.new_zeros((rows, logits_to_keep)).index_copy(0, scored, output.entropy)
+
+
+def _prompt_cache(model: Any, ids: torch.Tensor, mask: torch.Tensor, autocast: Callable[[], AbstractContextManager]) -> Any:
+    """The KV cache of ``ids`` (one row per distinct prompt) through the model's backbone, no LM head."""
+    from transformers import DynamicCache
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = base.base_model  # the decoder stack (LoRA layers, if any, are inside it)
+    cache = DynamicCache(config=base.config)
+    with autocast():
+        backbone(input_ids=ids, attention_mask=mask, use_cache=True, **{cache_argument(backbone): cache})
+    return cache
+
+
+def has_active_dropout(model: Any) -> bool:
+    """Whether a forward in training mode would drop anything (then rows sharing one prompt pass would share a mask)."""
+    if any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()):
+        return True
+    config = getattr(model, "config", None)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return any(
+        isinstance(value, float) and value > 0 and "dropout" in key
+        for key, value in (vars(text).items() if text is not None else [])
+    )
