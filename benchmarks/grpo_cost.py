@@ -1,0 +1,112 @@
+"""Cost per completion of a GRPO step: plain TRL ``GRPOTrainer`` vs rlvr, same recipe, same run.
+
+    flock /tmp/rlvr-cpu.lock python benchmarks/grpo_cost.py --steps 6
+
+Both trainers get the same model, data, reward functions, LoRA config and ``GRPOConfig`` from one
+recipe (default: the embedded CPU default), with the same seed. The baseline is TRL's own
+``GRPOTrainer`` as a user would write it: ``model.generate`` until EOS or ``max_completion_length``,
+and a loss forward of prompt + completion per row. rlvr's trainer stops each row at the answer line,
+runs each group's prompt once in generation and in the loss, and drops finished rows from the
+generation batch. Prints seconds and completion tokens per completion for both, and their ratios.
+Steady-state steps only (the first, warm-up step is reported apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from transformers import TrainerCallback
+
+from rlvr.config import load_recipe
+from rlvr.training.run import build_trainer
+
+
+class StepTimer(TrainerCallback):
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.seconds: list[float] = []
+
+    def on_step_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.started = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.seconds.append(time.perf_counter() - self.started)
+
+
+def plain_trl_trainer(recipe):  # noqa: ANN001, ANN201
+    """TRL's GRPOTrainer on the recipe's model, task data, rewards and settings: nothing of rlvr's inside it."""
+    from trl import GRPOTrainer
+
+    from rlvr.models import load_model, load_tokenizer, lora_config, resolve_model
+    from rlvr.tasks import get_task
+    from rlvr.training.run import grpo_config
+
+    task = get_task(recipe.task_name, recipe.task_options)
+    model_path = resolve_model(recipe.model.name_or_path)
+    args = grpo_config(recipe)
+    return GRPOTrainer(
+        model=load_model(model_path, recipe),
+        reward_funcs=task.reward_functions(recipe.rewards),
+        args=args,
+        train_dataset=task.load("train"),
+        processing_class=load_tokenizer(model_path),
+        peft_config=lora_config(recipe) if recipe.model.lora else None,
+    )
+
+
+def measure(trainer) -> dict:  # noqa: ANN001
+    timer = StepTimer()
+    trainer.add_callback(timer)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "completions/mean_length" in entry]
+    args = trainer.args
+    completions = args.per_device_train_batch_size * args.gradient_accumulation_steps * trainer.accelerator.num_processes
+    steady = timer.seconds[1:] or timer.seconds
+    return {
+        "seconds_per_step": statistics.mean(steady),
+        "first_step_seconds": timer.seconds[0],
+        "completions_per_step": completions,
+        "seconds_per_completion": statistics.mean(steady) / completions,
+        "completion_tokens_per_completion": statistics.mean(entry["completions/mean_length"] for entry in logs),
+        "clipped_ratio": statistics.mean(entry.get("completions/clipped_ratio", 0.0) for entry in logs),
+        "mean_reward": statistics.mean(entry["reward"] for entry in logs),
+        "path": getattr(getattr(trainer, "shared_prompt", None), "summary", dict)(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default=None, help="recipe (default: cpu-default)")
+    parser.add_argument("--steps", type=int, default=6, help="optimizer steps per trainer (the first is warm-up)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override, repeatable")
+    args = parser.parse_args()
+    overrides = [
+        f"grpo.max_steps={args.steps}",
+        "grpo.report_to=[]",
+        "grpo.save_strategy=no",
+        "grpo.logging_steps=1",
+        "run.eval_items=0",  # a held-out evaluation would land inside the last timed step
+        *args.overrides,
+    ]
+    results = {}
+    for label in ("plain TRL GRPOTrainer", "rlvr"):
+        recipe = load_recipe(args.recipe, [*overrides, f"run.output_dir=/tmp/rlvr-bench-cost-{label.split()[0]}"])
+        trainer = plain_trl_trainer(recipe) if label.startswith("plain") else build_trainer(recipe, quiet=True)
+        results[label] = measure(trainer)
+        print(label, json.dumps(results[label]), flush=True)
+    base, ours = results.values()
+    print()
+    print(f"{'':24}{'s/completion':>14}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}")
+    for label, r in results.items():
+        print(f"{label:24}{r['seconds_per_completion']:14.2f}{r['completion_tokens_per_completion']:19.1f}"
+              f"{r['seconds_per_step']:9.1f}{r['clipped_ratio']:9.0%}{r['mean_reward']:8.3f}")
+    print(f"ratio (plain TRL / rlvr): seconds per completion "
+          f"{base['seconds_per_completion'] / ours['seconds_per_completion']:.2f}x, completion tokens per completion "
+          f"{base['completion_tokens_per_completion'] / ours['completion_tokens_per_completion']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
