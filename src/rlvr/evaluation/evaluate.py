@@ -17,36 +17,24 @@ training callback uses. The rules:
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.evaluation.backends import Generation, Sampling, choose_backend, render_prompts, warn
-from rlvr.evaluation.stats import mcnemar_exact, mean_pass_at_k, paired_counts, wilson_interval
+from rlvr.evaluation.backends import Generation, Sampling, choose_backend, render_prompts
+from rlvr.evaluation.items import check_split, load_items, prompt_hash
+from rlvr.evaluation.outputs import write_outputs
+from rlvr.evaluation.specs import ModelSpec, adapter_config, load_for_eval, model_specs
+from rlvr.evaluation.summary import compare, config_stats, recount, summarize
+
+__all__ = [  # the library API; the helpers live in items, specs, summary and outputs
+    "EvalConfig", "EvalResult", "ModelSpec", "check_split", "compare", "config_stats", "evaluate", "generate_and_score",
+    "load_for_eval", "load_items", "model_specs", "recount", "summarize", "write_outputs",
+]
 
 CORRECTNESS = "correctness"
-FORMAT = "format"
-
-
-@dataclass
-class ModelSpec:
-    """One configuration to evaluate: a base model, optionally with a LoRA adapter, and its label."""
-
-    model: str
-    adapter: str | None = None
-    label: str = ""
-    note: str = ""  # a warning found while loading (adapter trained on another base model)
-
-    def __post_init__(self) -> None:
-        if not self.label:
-            self.label = default_label(self.model, self.adapter)
 
 
 @dataclass
@@ -78,153 +66,6 @@ class EvalConfig:
 class EvalResult:
     records: list[dict[str, Any]]
     summary: dict[str, Any]
-
-
-def default_label(model: str, adapter: str | None) -> str:
-    name = Path(model.rstrip("/")).name or model
-    if not adapter:
-        return name
-    adapter_path = Path(adapter.rstrip("/"))
-    # outputs/run/adapter -> "run"; a directory named after the run keeps its own name.
-    tag = adapter_path.parent.name if adapter_path.name in ("adapter", "model") and adapter_path.parent.name else adapter_path.name
-    return f"{name}+{tag}"
-
-
-def model_specs(models: list[str], adapters: list[str] | None = None, labels: list[str] | None = None) -> list[ModelSpec]:
-    """Pair ``--model`` and ``--adapter`` values into configurations.
-
-    No adapters: one configuration per model. One model and several adapters:
-    that model with each adapter. Otherwise the lists pair up in order. The
-    adapter ``none`` means the model as it is.
-    """
-    adapters = list(adapters or [])
-    if not models:
-        raise RlvrError("give at least one --model (a Hub id, a local directory, a .gguf file or 'smollm2-135m-instruct').")
-    if adapters and len(models) == 1:
-        models = models * len(adapters)
-    if adapters and len(adapters) != len(models):
-        raise RlvrError(
-            f"{len(models)} --model and {len(adapters)} --adapter values: give one --model for all adapters, "
-            "or one --adapter (or 'none') per --model."
-        )
-    adapters = [None if a is None or a.lower() == "none" else a for a in adapters] or [None] * len(models)
-    specs = [ModelSpec(m, a) for m, a in zip(models, adapters, strict=True)]
-    labels = list(labels or [])
-    if labels and len(labels) != len(specs):
-        raise RlvrError(f"{len(labels)} --label values for {len(specs)} configurations: give one per configuration or none.")
-    for spec, label in zip(specs, labels or [s.label for s in specs], strict=True):
-        spec.label = label
-    seen: dict[str, int] = {}
-    for spec in specs:
-        seen[spec.label] = seen.get(spec.label, 0) + 1
-        if seen[spec.label] > 1:
-            spec.label = f"{spec.label}#{seen[spec.label]}"
-    return specs
-
-
-# ----------------------------------------------------------------------------- items
-
-
-def check_split(split: str, allow_train_split: bool) -> None:
-    from rlvr.tasks.base import check_split as known_split
-
-    known_split(split)
-    if split == "train" and not allow_train_split:
-        raise RlvrError(
-            "refusing to evaluate on the train split (it measures memorisation, not skill); "
-            "use the test split, or pass --allow-train-split to do it anyway."
-        )
-
-
-def load_items(task_name: str, options: dict[str, Any], split: str, shots: list[int] | None, limit: int | None) -> dict[int, Any]:
-    """{shots: dataset of the first ``limit`` items of ``split`` rendered with that many shots}."""
-    from rlvr.tasks import get_task
-
-    if limit is not None and limit < 1:
-        raise RlvrError(f"--limit must be a positive integer, got {limit}.")
-    if shots is None:
-        shots = [get_task(task_name, options).shots]
-    if not shots:
-        raise RlvrError("give at least one shot count, e.g. --shots 0,8.")
-    items: dict[int, Any] = {}
-    for count in shots:
-        task = get_task(task_name, {**options, "shots": count})
-        dataset = task.load(split)
-        if len(dataset) == 0:
-            raise RlvrError(f"{task_name} split '{split}' is empty: check --data.")
-        if limit is not None and limit < len(dataset):
-            dataset = dataset.select(range(limit))
-        items[count] = dataset
-    return items
-
-
-def prompt_hash(prompt: str) -> str:
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:12]
-
-
-# ----------------------------------------------------------------------------- models
-
-
-def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
-    """(model in eval mode with the adapter merged in, tokenizer, resolved base path)."""
-    from rlvr.config import ModelConfig
-    from rlvr.models import load_model, load_tokenizer, resolve_model
-
-    if spec.adapter:
-        adapter_config(spec.adapter)  # a bad adapter path fails before the model loads
-    path = resolve_model(spec.model)
-    tokenizer = load_tokenizer(path)
-    model = load_model(path, SimpleNamespace(model=ModelConfig(name_or_path=spec.model, dtype=dtype, lora=False)))
-    if spec.adapter:
-        model = attach_adapter(model, spec, path)
-    model.eval()
-    return model, tokenizer, path
-
-
-def adapter_config(adapter: str) -> dict[str, Any]:
-    path = Path(adapter).expanduser()
-    if not path.is_dir():
-        raise RlvrError(f"adapter directory not found: {adapter}")
-    config = path / "adapter_config.json"
-    if not config.is_file():
-        raise RlvrError(
-            f"{adapter} is not a LoRA adapter (no adapter_config.json); a fully fine-tuned model goes in --model."
-        )
-    try:
-        return json.loads(config.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        raise RlvrError(f"{config} is not valid JSON.") from None
-
-
-def same_model(trained_on: str, base_path: str, reference: str) -> bool:
-    """Whether an adapter's recorded base names the same model as ``reference`` (resolved to ``base_path``)."""
-    if not trained_on:
-        return True
-    candidates = {reference.strip().lower(), str(Path(base_path).expanduser().resolve()).lower()}
-    recorded = trained_on.strip()
-    if recorded.lower() in candidates or str(Path(recorded).expanduser().resolve()).lower() in candidates:
-        return True
-    return Path(recorded.rstrip("/")).name.lower() == Path(base_path.rstrip("/")).name.lower()
-
-
-def attach_adapter(model: Any, spec: ModelSpec, base_path: str) -> Any:
-    from peft import PeftModel
-
-    trained_on = adapter_config(spec.adapter).get("base_model_name_or_path") or ""
-    if not same_model(trained_on, base_path, spec.model):
-        spec.note = f"adapter {spec.adapter} was trained on '{trained_on}', evaluated here on '{spec.model}'."
-        warn(spec.note)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            peft_model = PeftModel.from_pretrained(model, str(Path(spec.adapter).expanduser()))
-    except (RuntimeError, ValueError, KeyError, OSError) as error:
-        detail = " ".join(str(error).split())[:200]
-        raise RlvrError(
-            f"adapter {spec.adapter} does not fit model '{spec.model}' (it was trained on '{trained_on or 'unknown'}'): "
-            f"{detail}"
-        ) from None
-    return peft_model.merge_and_unload()
 
 
 # ----------------------------------------------------------------------------- generation and scoring
@@ -367,99 +208,3 @@ def evaluate(config: EvalConfig) -> EvalResult:
     return EvalResult(records, summary)
 
 
-def summarize(records: list[dict[str, Any]], specs: list[ModelSpec] | None = None, samples: int = 0) -> dict[str, Any]:
-    """Per (model, shots) statistics and McNemar comparisons, computed from ``records`` alone."""
-    labels = [s.label for s in specs] if specs else list(dict.fromkeys(r["model"] for r in records))
-    shot_counts = sorted({r["shots"] for r in records})
-    results, verdicts = [], {}
-    for label in labels:
-        for shots in shot_counts:
-            greedy = [r for r in records if r["model"] == label and r["shots"] == shots and r["sample"] is None]
-            if not greedy:
-                continue
-            sampled = [r for r in records if r["model"] == label and r["shots"] == shots and r["sample"] is not None]
-            verdicts[label, shots] = {r["id"]: r["correct"] for r in greedy}
-            results.append(config_stats(label, shots, greedy, sampled, samples))
-    comparisons = []
-    for shots in shot_counts:
-        present = [label for label in labels if (label, shots) in verdicts]
-        for a_index, first in enumerate(present):
-            for second in present[a_index + 1 :]:
-                comparisons.append(compare(first, second, shots, verdicts[first, shots], verdicts[second, shots]))
-    summary: dict[str, Any] = {"results": results, "comparisons": comparisons}
-    if specs:
-        summary["models"] = [{"label": s.label, "model": s.model, "adapter": s.adapter} for s in specs]
-    return summary
-
-
-def config_stats(label: str, shots: int, greedy: list[dict], sampled: list[dict], samples: int) -> dict[str, Any]:
-    n = len(greedy)
-    correct = sum(r["correct"] for r in greedy)
-    low, high = wilson_interval(correct, n)
-    components = sorted({name for r in greedy for name in r["rewards"]})
-    stats: dict[str, Any] = {
-        "model": label,
-        "shots": shots,
-        "n": n,
-        "correct": correct,
-        "accuracy": correct / n,
-        "ci95": [low, high],
-        "format_rate": sum(r["rewards"].get(FORMAT, 0) > 0 for r in greedy) / n,
-        "stopped_rate": sum(bool(r["stopped"]) for r in greedy) / n,
-        "mean_completion_tokens": sum(r["completion_tokens"] for r in greedy) / n,
-        "mean_rewards": {name: sum(r["rewards"].get(name, 0.0) for r in greedy) / n for name in components},
-    }
-    if sampled:
-        per_item: dict[str, list[bool]] = {}
-        for r in sampled:
-            per_item.setdefault(r["id"], []).append(r["correct"])
-        k_max = min(len(v) for v in per_item.values())
-        counts = [sum(v[:k_max]) for v in per_item.values()]
-        ks = sorted({k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= k_max} | {k_max})
-        stats["pass_at_k"] = {str(k): mean_pass_at_k(counts, k_max, k) for k in ks}
-        stats["samples_per_item"] = k_max
-    return stats
-
-
-def compare(first: str, second: str, shots: int, a: dict[str, bool], b: dict[str, bool]) -> dict[str, Any]:
-    ids = [i for i in a if i in b]
-    both, only_first, only_second, neither = paired_counts([a[i] for i in ids], [b[i] for i in ids])
-    n = max(1, len(ids))
-    return {
-        "shots": shots,
-        "first": first,
-        "second": second,
-        "n": len(ids),
-        "both_correct": both,
-        "only_first": only_first,
-        "only_second": only_second,
-        "both_wrong": neither,
-        "accuracy_difference": (only_second - only_first) / n,
-        "p_value": mcnemar_exact(only_first, only_second),
-    }
-
-
-def write_outputs(result: EvalResult, output_dir: str | Path, figure: bool = True) -> dict[str, Path]:
-    """samples.jsonl, summary.json, accuracy.png and report.html in ``output_dir``."""
-    from rlvr.evaluation.report import write_figure, write_report
-
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"samples": out / "samples.jsonl", "summary": out / "summary.json"}
-    with paths["samples"].open("w", encoding="utf-8") as handle:
-        for record in result.records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    paths["summary"].write_text(json.dumps(result.summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if figure:
-        paths["figure"] = write_figure(result.summary, out / "accuracy.png")
-        paths["report"] = write_report(result, out / "report.html", paths["figure"])
-    return paths
-
-
-def recount(samples_path: str | Path) -> dict[str, Any]:
-    """Recompute the summary statistics from a samples.jsonl file (to check a summary.json)."""
-    from rlvr.jsonl import read_jsonl
-
-    records = read_jsonl(samples_path)
-    samples = max((r["sample"] + 1 for r in records if r["sample"] is not None), default=0)
-    return summarize(records, samples=samples)
