@@ -41,8 +41,7 @@ def write_figure(summary: dict[str, Any], path: str | Path) -> Path:
 def _bar_panel(axis: Any, results: list[dict[str, Any]]) -> None:
     names = [f"{r['model']}\n{r['shots']}-shot" for r in results]
     heights = [r["accuracy"] for r in results]
-    lower = [r["accuracy"] - r["ci95"][0] for r in results]
-    upper = [r["ci95"][1] - r["accuracy"] for r in results]
+    lower, upper = error_bars(results)
     positions = range(len(results))
     models = list(dict.fromkeys(r["model"] for r in results))
     colours = [f"C{models.index(r['model']) % 10}" for r in results]
@@ -54,6 +53,13 @@ def _bar_panel(axis: Any, results: list[dict[str, Any]]) -> None:
     axis.set_ylim(0, 1.05)
     axis.set_ylabel("accuracy (greedy)")
     axis.set_title("Accuracy per configuration (95% Wilson interval)")
+
+
+def error_bars(results: list[dict[str, Any]], value: str = "accuracy", interval: str = "ci95") -> list[list[float]]:
+    """[below, above] whisker lengths; never negative (matplotlib refuses those), whatever the rounding."""
+    below = [max(0.0, r[value] - r[interval][0]) for r in results]
+    above = [max(0.0, r[interval][1] - r[value]) for r in results]
+    return [below, above]
 
 
 def _shots_panel(axis: Any, results: list[dict[str, Any]], labels: list[str]) -> None:
