@@ -53,3 +53,32 @@ def test_report_of_a_directory_without_metrics_is_a_clear_error(tmp_path):
 def test_cli_report_writes_to_the_output_directory(run_dir, tmp_path, capsys):
     assert main(["report", str(run_dir), "--output", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+def eval_record(step, item, correct, answer):
+    return {"step": step, "id": f"q{item}", "sample": None, "question": f"What is {item} + {item}?",
+            "extracted_answer": answer, "ground_truth": str(2 * item), "correct": correct}
+
+
+def test_report_shows_the_before_after_evaluations_the_run_wrote(run_dir):
+    summary = {
+        "recipe": "r",
+        "test": {"items": 3, "shots": 1, "decoding": "greedy", "gain": 1 / 3, "gain_ci95": [-0.2, 0.7],
+                 "now_right": 1, "now_wrong": 0, "mcnemar_p": 1.0,
+                 "before": {"step": 0, "n": 3, "correct": 1, "accuracy": 1 / 3, "ci95": [0.06, 0.79], "format_rate": 0.5},
+                 "after": {"step": 3, "n": 3, "correct": 2, "accuracy": 2 / 3, "ci95": [0.21, 0.94], "format_rate": 1.0}},
+        "evaluations": [{"step": 0, "split": "validation", "n": 2, "correct": 0, "accuracy": 0.0, "ci95": [0.0, 0.66]},
+                        {"step": 3, "split": "validation", "n": 2, "correct": 2, "accuracy": 1.0, "ci95": [0.34, 1.0]}],
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    write_lines(run_dir / "test_samples.jsonl", [eval_record(0, 7, False, "15"), eval_record(3, 7, True, "14")])
+    write_lines(run_dir / "eval_samples.jsonl", [eval_record(s, i, s == 3, str(2 * i)) for s in (0, 3) for i in (1, 2)])
+    page = write_report(run_dir).read_text()
+    assert "33.3% [6%–79%] (1/3)" in page and "66.7% [21%–94%] (2/3)" in page  # test before and after
+    assert "gain +33.3%" in page and "McNemar exact p = 1" in page
+    assert "What is 7 + 7?" in page and "<pre>15</pre>" in page and "<pre>14</pre>" in page  # the item now right
+    assert "Held-out validation items during training" in page and "2 now right, 0 now wrong" in page
+
+
+def test_report_of_a_run_without_held_out_evaluation_says_so(run_dir):
+    assert "evaluated no held-out items" in write_report(run_dir).read_text()

@@ -6,8 +6,9 @@ It reads what a run leaves in its output directory: ``health/metrics.jsonl``
 evaluation was written there, ``eval*/summary.json``. The page shows rewards
 by component, accuracy and format rate, the zero-variance share, advantage
 spread and histograms over time, lengths and how completions ended, KL and
-entropy, the step-time split, the learning rate, the final evaluation table,
-and sample completions.
+entropy, the step-time split, the learning rate, the held-out evaluations the
+run made (before/after, :mod:`rlvr.training.report_evaluations`), and sample
+completions.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.training.health import HEALTH_DIR
+from rlvr.training.report_evaluations import evaluation_sections
 
 # (file stem, title, [(metric key or prefix*, label)], y label)
 CURVES = [
@@ -176,7 +178,8 @@ def _page(run_dir: Path, metrics: list[dict[str, Any]], figures: list[tuple[str,
         or "<p>None: no warning condition held for several steps in a row.</p>",
         "<h2>Curves</h2>",
         "".join(f"<img src='{name}' alt='{html.escape(title)}' title='{html.escape(title)}'>" for name, title in figures),
-        "<h2>Final evaluation</h2>",
+        "<h2>Held-out evaluation</h2>",
+        evaluation_sections(run_dir, summary, read_records),
         _eval_tables(run_dir),
         "<h2>Sample completions</h2>",
         _samples_table(samples),
@@ -214,8 +217,8 @@ def _fmt(value: Any) -> str:
 def _eval_tables(run_dir: Path) -> str:
     found = sorted(p for p in run_dir.glob("eval*/summary.json")) + sorted(run_dir.glob("eval*.json"))
     if not found:
-        return "<p>No evaluation in this run directory (write one with <code>rlvr eval ... --output-dir RUN_DIR/eval</code>).</p>"
-    tables = []
+        return ""
+    tables = ["<h3><code>rlvr eval</code> outputs in this directory</h3>"]
     for path in found:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _flatten(data))
