@@ -1,9 +1,15 @@
 """The evaluation figure and HTML report: drawn for any result, including none and all correct."""
 
+import importlib
+import json
+
 import pytest
 
-from rlvr.evaluation.evaluate import EvalResult, summarize
-from rlvr.evaluation.report import write_figure, write_report
+from rlvr.errors import RlvrError
+from rlvr.evaluation.backends import Generation
+from rlvr.evaluation.evaluate import EvalConfig, EvalResult, model_specs, summarize, write_outputs
+from rlvr.evaluation.figure import write_figure
+from rlvr.evaluation.report import write_report
 
 
 def record(model, item, correct):
@@ -34,3 +40,48 @@ def test_one_configuration_with_every_item_wrong_draws(tmp_path, n):
     summary = summarize([record("m", i, False) for i in range(n)])
     summary.update(task="gsm8k", split="test")
     assert write_figure(summary, tmp_path / "f.png").is_file()
+
+
+def test_samples_summary_and_report_survive_a_figure_that_fails(tmp_path, monkeypatch):
+    import rlvr.evaluation.figure as figure
+
+    def broken(summary, path):
+        raise ValueError("yerr must not contain negative values")
+
+    monkeypatch.setattr(figure, "write_figure", broken)
+    records = extremes([3])
+    summary = summarize(records)
+    with pytest.raises(RlvrError, match="figure could not be drawn.*samples.jsonl"):
+        write_outputs(EvalResult(records, summary), tmp_path)
+    assert len((tmp_path / "samples.jsonl").read_text().splitlines()) == 6
+    assert json.loads((tmp_path / "summary.json").read_text())["results"]
+    assert "could not be drawn" in (tmp_path / "report.html").read_text()
+
+
+class RightBackend:
+    """Answers every prompt with the same answer line (a stand-in for a model)."""
+
+    tokenizer = None
+
+    def generate(self, prompts, sampling, progress=None):
+        return [[Generation("2 + 2 = 4.\n#### The final answer is 4\n", 9, True)] for _ in prompts]
+
+
+def test_records_are_on_disk_as_each_configuration_finishes(tmp_path, monkeypatch):
+    evaluation = importlib.import_module("rlvr.evaluation.evaluate")  # the module, not the function of that name
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps({"question": f"{i} + 4?", "answer": f"#### {i + 4}"}) + "\n"
+                                                 for i in range(3)))
+    monkeypatch.setattr("rlvr.models.resolve_model", lambda name: name)
+
+    def backend(name, spec, config, task):
+        if spec.label == "second":
+            raise RuntimeError("out of memory")
+        return RightBackend(), spec.model
+
+    monkeypatch.setattr(evaluation, "make_backend", backend)
+    config = EvalConfig(models=model_specs(["a", "b"], labels=["first", "second"]), task_options={"data": str(tmp_path)},
+                        shots=[0], backend="hf", progress=False)
+    with pytest.raises(RuntimeError):
+        evaluation.evaluate(config, records_path=tmp_path / "out" / "samples.jsonl")
+    kept = [json.loads(line) for line in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    assert [(r["model"], r["correct"]) for r in kept] == [("first", True), ("first", False), ("first", False)]

@@ -135,10 +135,12 @@ def test_records_carry_every_reward_component_and_the_verdict(data):
     by_id = {r["id"]: r for r in records}
     assert by_id["gsm8k-test-0"]["rewards"] == {"format": 0.5, "correctness": 1.0}
     assert by_id["gsm8k-test-0"]["correct"] is True
-    assert by_id["gsm8k-test-0"]["extracted_answer"] == 7
+    assert by_id["gsm8k-test-0"]["extracted_answer"] == "7"
     assert by_id["gsm8k-test-2"]["correct"] is False
     assert by_id["gsm8k-test-3"]["rewards"] == {"format": 0.0, "correctness": 0.0}
     assert by_id["gsm8k-test-0"]["ground_truth"] == "7"
+    assert by_id["gsm8k-test-0"]["question"] == PROBLEMS[0][0]
+    assert (by_id["gsm8k-test-0"]["score"], by_id["gsm8k-test-3"]["well_formed"]) == (1.0, False)
     assert len(by_id["gsm8k-test-0"]["prompt_hash"]) == 12
 
 

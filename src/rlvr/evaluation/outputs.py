@@ -1,4 +1,9 @@
-"""Writing an evaluation: samples.jsonl, summary.json, the figure and the HTML report."""
+"""Writing an evaluation: samples.jsonl and summary.json first, then the figure and the HTML report.
+
+The records and the summary are what hours of generation produced; a figure or report step that
+fails must not lose them. So they are written first, a failing figure still leaves a report (without
+it), and the failure is reported afterwards as one line naming what was written.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.errors import RlvrError
+
 
 def write_outputs(result: Any, output_dir: str | Path, figure: bool = True) -> dict[str, Path]:
     """samples.jsonl, summary.json, accuracy.png and report.html in ``output_dir``."""
-    from rlvr.evaluation.report import write_figure, write_report
+    from rlvr.evaluation.figure import write_figure
+    from rlvr.evaluation.report import write_report
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -18,7 +26,18 @@ def write_outputs(result: Any, output_dir: str | Path, figure: bool = True) -> d
         for record in result.records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     paths["summary"].write_text(json.dumps(result.summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if figure:
+    if not figure:
+        return paths
+    failures = []
+    try:
         paths["figure"] = write_figure(result.summary, out / "accuracy.png")
-        paths["report"] = write_report(result, out / "report.html", paths["figure"])
+    except Exception as error:  # a drawing bug must not cost the report
+        failures.append(f"the figure could not be drawn ({type(error).__name__}: {error})")
+    try:
+        paths["report"] = write_report(result, out / "report.html", paths.get("figure"))
+    except Exception as error:
+        failures.append(f"the report could not be written ({type(error).__name__}: {error})")
+    if failures:
+        written = ", ".join(str(p) for p in paths.values())
+        raise RlvrError(f"{'; '.join(failures)}. Written: {written}.")
     return paths

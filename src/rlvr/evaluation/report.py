@@ -1,96 +1,28 @@
-"""The evaluation figure (PNG) and a self-contained HTML report.
+"""The self-contained HTML report of an evaluation (the figure embedded as base64: one file to share).
 
-The figure has the two panels the published recipe showed: accuracy per
-configuration with 95% Wilson whiskers, and accuracy against the number of
-shots per model with the base model (the first configuration) as a dashed
-reference. The report embeds the figure as base64, so it is one file to share.
+Setup, the results table in the task's terms (accuracy, pass@1 or full credit; mean score where it is
+graded; pass@k), the task's breakdowns (rubric group coverage, sandbox status), the paired tests, and
+per configuration three correct and three incorrect completions with the question, the extracted
+answer (for code: the program that ran), the gold and the task's details (test outcomes, rubric).
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.evaluation.figure import graded
+
 SAMPLES_SHOWN = 3
+CLIP = 2000
 
 
-def write_figure(summary: dict[str, Any], path: str | Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    results = summary["results"]
-    labels = list(dict.fromkeys(r["model"] for r in results))
-    fig, (bars, curve) = plt.subplots(1, 2, figsize=(12, 4.5))
-    _bar_panel(bars, results)
-    _shots_panel(curve, results, labels)
-    title = f"{summary.get('task', '')} · {summary.get('split', '')} split · n={results[0]['n'] if results else 0}"
-    if summary.get("train_split"):
-        title += "  (TRAIN SPLIT: not a held-out score)"
-    fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def _bar_panel(axis: Any, results: list[dict[str, Any]]) -> None:
-    names = [f"{r['model']}\n{r['shots']}-shot" for r in results]
-    heights = [r["accuracy"] for r in results]
-    lower, upper = error_bars(results)
-    positions = range(len(results))
-    models = list(dict.fromkeys(r["model"] for r in results))
-    colours = [f"C{models.index(r['model']) % 10}" for r in results]
-    axis.bar(positions, heights, yerr=[lower, upper], capsize=4, color=colours)
-    for x, r in zip(positions, results, strict=True):
-        axis.text(x, r["ci95"][1] + 0.01, f"{r['accuracy']:.0%}", ha="center", va="bottom", fontsize=8)
-    axis.set_xticks(list(positions))
-    axis.set_xticklabels(names, fontsize=7, rotation=30 if len(results) > 4 else 0, ha="right" if len(results) > 4 else "center")
-    axis.set_ylim(0, 1.05)
-    axis.set_ylabel("accuracy (greedy)")
-    axis.set_title("Accuracy per configuration (95% Wilson interval)")
-
-
-def error_bars(results: list[dict[str, Any]], value: str = "accuracy", interval: str = "ci95") -> list[list[float]]:
-    """[below, above] whisker lengths; never negative (matplotlib refuses those), whatever the rounding."""
-    below = [max(0.0, r[value] - r[interval][0]) for r in results]
-    above = [max(0.0, r[interval][1] - r[value]) for r in results]
-    return [below, above]
-
-
-def _shots_panel(axis: Any, results: list[dict[str, Any]], labels: list[str]) -> None:
-    base = labels[0] if labels else None
-    for label in labels:
-        rows = sorted((r for r in results if r["model"] == label), key=lambda r: r["shots"])
-        shots = [r["shots"] for r in rows]
-        accuracy = [r["accuracy"] for r in rows]
-        if label == base:
-            style = {"color": "C0", "linestyle": "--", "marker": "s"}
-            if len(rows) == 1:  # one shot count: a horizontal reference across the panel
-                axis.axhline(accuracy[0], color="C0", linestyle="--", label=f"{label} (base, {shots[0]}-shot)")
-                continue
-            axis.plot(shots, accuracy, label=f"{label} (base)", **style)
-        else:
-            axis.plot(shots, accuracy, marker="o", label=label, color=f"C{labels.index(label) % 10}")
-        axis.fill_between(shots, [r["ci95"][0] for r in rows], [r["ci95"][1] for r in rows], alpha=0.12,
-                          color=f"C{labels.index(label) % 10}")
-    all_shots = sorted({r["shots"] for r in results})
-    axis.set_xticks(all_shots)
-    axis.set_xlim(min(all_shots, default=0) - 0.5, max(all_shots, default=8) + 0.5)
-    axis.set_ylim(0, 1.05)
-    axis.set_xlabel("number of shots")
-    axis.set_ylabel("accuracy (greedy)")
-    axis.set_title("Accuracy vs shots (base model dashed)")
-    axis.legend(fontsize=8)
-
-
-def write_report(result: Any, path: str | Path, figure: str | Path) -> Path:
+def write_report(result: Any, path: str | Path, figure: str | Path | None) -> Path:
+    """report.html; ``figure`` None (it could not be drawn) leaves a note where it would be."""
     summary, records = result.summary, result.records
-    image = base64.b64encode(Path(figure).read_bytes()).decode("ascii")
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>rlvr evaluation</title>",
         f"<style>{_CSS}</style></head><body>",
@@ -99,11 +31,16 @@ def write_report(result: Any, path: str | Path, figure: str | Path) -> Path:
     for note in summary.get("warnings", []):
         parts.append(f"<div class='warning'>{_e(note)}</div>")
     parts.append(_setup(summary))
-    parts.append(f"<img alt='accuracy figure' src='data:image/png;base64,{image}'>")
+    if figure is not None:
+        image = base64.b64encode(Path(figure).read_bytes()).decode("ascii")
+        parts.append(f"<img alt='accuracy figure' src='data:image/png;base64,{image}'>")
+    else:
+        parts.append("<p class='warning'>The figure could not be drawn; the numbers below are complete.</p>")
     parts.append(_results_table(summary))
+    parts.append(_breakdowns(summary))
     if summary.get("comparisons"):
         parts.append(_comparisons_table(summary))
-    parts.append(_samples(records))
+    parts.append(_samples(records, summary.get("takes_shots", True)))
     parts.append("</body></html>")
     path = Path(path)
     path.write_text("\n".join(parts), encoding="utf-8")
@@ -116,55 +53,122 @@ def _setup(summary: dict[str, Any]) -> str:
         f"<li><b>{_e(m['label'])}</b>: {_e(m['model'])}{' + adapter ' + _e(m['adapter']) if m.get('adapter') else ''}</li>"
         for m in summary.get("models", [])
     )
-    return (
-        f"<p>{summary.get('items', '?')} items ({_e(summary.get('item_selection', ''))}); backend "
-        f"{_e(summary.get('backend', ''))}; greedy decoding, up to {decoding.get('max_new_tokens', '?')} new tokens"
-        + (f"; {decoding['samples']} samples per item at T={decoding['temperature']}" if decoding.get("samples") else "")
-        + f"; {summary.get('seconds', '?')} s.</p><ul>{models}</ul>"
-    )
+    if summary.get("score_only"):
+        how = f"completions read from {_e(summary['score_only'])} and scored here"
+    else:
+        how = (f"backend {_e(summary.get('backend', ''))}; greedy decoding, up to {decoding.get('max_new_tokens', '?')} new tokens"
+               + (f"; {decoding['samples']} samples per item at T={decoding['temperature']}" if decoding.get("samples") else ""))
+    return (f"<p>{summary.get('items', '?')} items ({_e(summary.get('item_selection', ''))}); {how}; "
+            f"{summary.get('seconds', '?')} s.</p><ul>{models}</ul>")
 
 
 def _results_table(summary: dict[str, Any]) -> str:
-    ks = sorted({k for r in summary["results"] for k in r.get("pass_at_k", {})}, key=int)
-    head = ["model", "shots", "n", "accuracy", "95% CI", "format rate", "stopped", "mean tokens"] + [f"pass@{k}" for k in ks]
+    results = summary["results"]
+    name = summary.get("accuracy_name") or "accuracy"
+    ks = sorted({k for r in results for k in r.get("pass_at_k", {})}, key=int)
+    scores = graded(results)
+    forms = any(r.get("format_rate") is not None for r in results)
+    head = ["model", "shots", "n", name, "95% CI"] + (["mean score [95% CI]"] if scores else [])
+    head += (["well-formed"] if forms else []) + ["stopped", "mean tokens"] + [f"pass@{k}" for k in ks]
     rows = []
-    for r in summary["results"]:
-        cells = [
-            _e(r["model"]), r["shots"], r["n"], f"{r['accuracy']:.1%} ({r['correct']})",
-            f"{r['ci95'][0]:.1%} – {r['ci95'][1]:.1%}", f"{r['format_rate']:.0%}", f"{r['stopped_rate']:.0%}",
-            f"{r['mean_completion_tokens']:.0f}",
-        ] + [f"{r.get('pass_at_k', {}).get(k, float('nan')):.1%}" for k in ks]
+    for r in results:
+        counted = f" ({r['correct']})" if r.get("correct") is not None else " (pass@1 over samples)"
+        cells = [_e(r["model"]), r.get("shots"), r["n"], f"{r['accuracy']:.1%}{counted}", _span(r["ci95"])]
+        if scores:
+            cells.append(f"{r['mean_score']:.3f} [{r['mean_score_ci95'][0]:.3f}, {r['mean_score_ci95'][1]:.3f}]")
+        if forms:
+            cells.append(_share(r.get("format_rate")))
+        cells += [_share(r.get("stopped_rate")), _number(r.get("mean_completion_tokens"))]
+        cells += [_share(r.get("pass_at_k", {}).get(k), ".1%") for k in ks]
         rows.append(cells)
-    return "<h2>Results</h2>" + _table(head, rows)
+    note = f"<p>{_e(name)}: the share of items the task judges correct (greedy)."
+    if ks:
+        note += " pass@k: unbiased estimate from the sampled completions (Chen et al. 2021)."
+    return "<h2>Results</h2>" + _table(head, rows) + note + "</p>"
+
+
+def _breakdowns(summary: dict[str, Any]) -> str:
+    results = [r for r in summary["results"] if r.get("breakdown")]
+    titles = list(dict.fromkeys(t for r in results for t in r["breakdown"]))
+    parts = []
+    for title in titles:
+        keys = list(dict.fromkeys(k for r in results for k in r["breakdown"].get(title, {})))
+        head = ["configuration"] + [_e(k) for k in keys]
+        rows = [[f"{_e(r['model'])}, {r.get('shots')}-shot"] + [_share(r["breakdown"].get(title, {}).get(k)) for k in keys]
+                for r in results]
+        parts.append(f"<h3>{_e(title)}</h3>" + _table(head, rows))
+    return "<h2>Breakdown</h2>" + "".join(parts) if parts else ""
 
 
 def _comparisons_table(summary: dict[str, Any]) -> str:
-    head = ["shots", "first", "second", "only first right", "only second right", "difference", "McNemar exact p"]
-    rows = [
-        [c["shots"], _e(c["first"]), _e(c["second"]), c["only_first"], c["only_second"],
-         f"{c['accuracy_difference']:+.1%}", f"{c['p_value']:.3g}"]
-        for c in summary["comparisons"]
-    ]
-    return "<h2>Paired comparisons (same items)</h2>" + _table(head, rows)
+    name = summary.get("accuracy_name") or "accuracy"
+    head = ["shots", "first", "second", "items", "only first right", "only second right", f"{_e(name)} difference",
+            "McNemar exact p", "score difference", "Wilcoxon p"]
+    rows = []
+    for c in summary["comparisons"]:
+        paired = "only_first" in c
+        rows.append([
+            c["shots"], _e(c["first"]), _e(c["second"]), c["n"],
+            c["only_first"] if paired else "–", c["only_second"] if paired else "–",
+            f"{c['accuracy_difference']:+.1%}" if paired else "–", f"{c['p_value']:.3g}" if paired else "–",
+            f"{c['score_difference']:+.3f}", f"{c['score_p_value']:.3g}",
+        ])
+    return ("<h2>Paired comparisons (same items)</h2>" + _table(head, rows)
+            + "<p>McNemar: exact test on the items only one configuration got right. Wilcoxon: signed-rank test "
+              "on the per-item scores (greedy score, or the pass rate over samples).</p>")
 
 
-def _samples(records: list[dict[str, Any]]) -> str:
+def _samples(records: list[dict[str, Any]], takes_shots: bool) -> str:
     parts = ["<h2>Samples</h2>"]
-    keys = list(dict.fromkeys((r["model"], r["shots"]) for r in records if r["sample"] is None))
+    keys = list(dict.fromkeys((r["model"], r["shots"]) for r in records))
     for model, shots in keys:
-        rows = [r for r in records if r["model"] == model and r["shots"] == shots and r["sample"] is None]
-        parts.append(f"<h3>{_e(model)}, {shots}-shot</h3><div class='pair'>")
+        mine = [r for r in records if r["model"] == model and r["shots"] == shots]
+        rows = [r for r in mine if r["sample"] is None] or mine
+        parts.append(f"<h3>{_e(model)}{f', {shots}-shot' if takes_shots else ''}</h3><div class='pair'>")
         for verdict, title in ((True, "correct"), (False, "incorrect")):
-            chosen = [r for r in rows if r["correct"] is verdict][:SAMPLES_SHOWN]
-            parts.append(f"<div><h4>{title} ({sum(r['correct'] is verdict for r in rows)})</h4>")
-            for r in chosen:
-                parts.append(
-                    f"<div class='sample {title}'><div class='meta'>{_e(r['id'])} · answer {_e(r['extracted_answer'])}"
-                    f" · truth {_e(r['ground_truth'])}</div><pre>{_e(r['completion'])}</pre></div>"
-                )
+            chosen = [r for r in rows if bool(r["correct"]) is verdict][:SAMPLES_SHOWN]
+            parts.append(f"<div><h4>{title} ({sum(bool(r['correct']) is verdict for r in rows)})</h4>")
+            parts += [_sample(r, title) for r in chosen]
             parts.append("</div>")
         parts.append("</div>")
     return "".join(parts)
+
+
+def _sample(record: dict[str, Any], title: str) -> str:
+    sample = "" if record.get("sample") is None else f" · sample {record['sample']}"
+    score = f" · score {record['score']:.3f}" if isinstance(record.get("score"), (int, float)) else ""
+    return (
+        f"<div class='sample {title}'><div class='meta'>{_e(record['id'])}{sample}{score}</div>"
+        f"<details><summary>question</summary><pre>{_e(_clip(record.get('question')))}</pre></details>"
+        f"<div class='meta'>completion</div><pre>{_e(_clip(record.get('completion')))}</pre>"
+        f"<div class='meta'>extracted answer</div><pre>{_e(_clip(record.get('extracted_answer')))}</pre>"
+        f"<div class='meta'>gold</div><pre>{_e(_clip(record.get('ground_truth')))}</pre>"
+        f"{_details(record.get('details'))}</div>"
+    )
+
+
+def _details(details: Any) -> str:
+    if not details:
+        return ""
+    text = json.dumps(details, ensure_ascii=False, indent=1, default=str)
+    return f"<details><summary>details</summary><pre>{_e(_clip(text))}</pre></details>"
+
+
+def _span(interval: list[float]) -> str:
+    return f"{interval[0]:.1%} – {interval[1]:.1%}"
+
+
+def _share(value: Any, spec: str = ".0%") -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else "–"
+
+
+def _number(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, (int, float)) else "–"
+
+
+def _clip(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= CLIP else text[:CLIP] + f" … ({len(text) - CLIP} more characters)"
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:
@@ -189,5 +193,6 @@ th{background:#f2f2f2}
 .sample.correct{border-color:#2a2}
 .sample.incorrect{border-color:#c33}
 .meta{font-size:.85em;color:#555}
-pre{white-space:pre-wrap;font-size:.85em;margin:.3em 0}
+pre{white-space:pre-wrap;font-size:.85em;margin:.3em 0;max-height:24em;overflow:auto}
+summary{cursor:pointer;font-size:.85em;color:#555}
 """

@@ -65,3 +65,37 @@ def paired_counts(first: Sequence[bool], second: Sequence[bool]) -> tuple[int, i
     only_first = sum(a and not b for a, b in zip(first, second, strict=True))
     only_second = sum(b and not a for a, b in zip(first, second, strict=True))
     return both, only_first, only_second, len(first) - both - only_first - only_second
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval for the mean of per-item scores in [0, 1], clamped to [0, 1] and around the mean.
+
+    (0, 1) without items or with one (no spread to estimate); the mean itself when every value is equal.
+    """
+    from scipy.stats import t
+
+    n = len(values)
+    if n < 2:
+        return 0.0, 1.0
+    mean = sum(values) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    if spread == 0:
+        return mean, mean
+    low, high = t.interval(confidence, n - 1, loc=mean, scale=spread / math.sqrt(n))
+    return max(0.0, min(mean, float(low))), min(1.0, max(mean, float(high)))
+
+
+def paired_score_test(first: Sequence[float], second: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p-value for per-item scores of two systems on the same items.
+
+    Items where the scores are equal carry no information and are dropped (Wilcoxon's own rule); with no
+    item left the p-value is 1.
+    """
+    from scipy.stats import wilcoxon
+
+    if len(first) != len(second):
+        raise ValueError("paired scores must cover the same items")
+    differences = [b - a for a, b in zip(first, second, strict=True) if b != a]
+    if not differences:
+        return 1.0
+    return float(wilcoxon(differences).pvalue)

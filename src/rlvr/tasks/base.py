@@ -119,6 +119,13 @@ class Task(abc.ABC):
         """Whether the answer came in the expected form, read off raw reward components (None: cannot tell)."""
         return None
 
+    def breakdown(self, details: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+        """Shares over many outcomes' ``details`` that evaluation reports show per configuration.
+
+        ``{table title: {row: share}}``, e.g. keywords' rubric group coverage; {} when the task has none.
+        """
+        return {}
+
     def close(self) -> None:
         """Release what judging started (the code tasks' sandbox workers). Judging again restarts it."""
         return None

@@ -165,6 +165,13 @@ class CodeTask(Task):
         test = row.get("test")
         return test if isinstance(test, str) and test.strip() else None
 
+    def breakdown(self, details: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+        """How programs ended in the sandbox (ok, syntax_error, runtime_error, timeout, ...), as shares."""
+        statuses = [str(d.get("status", "unknown")) for d in details]
+        if not statuses:
+            return {}
+        return {"sandbox status": {s: statuses.count(s) / len(statuses) for s in sorted(set(statuses))}}
+
     def well_formed_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
         """A program that is defined and runs earns code_execution > 0."""
         if self.judged_by not in rewards:

@@ -128,6 +128,22 @@ class KeywordsTask(Task):
             ))
         return outcomes
 
+    def breakdown(self, details: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+        """The share of completions covering each rubric group, and the share hit by each penalty."""
+        groups: dict[str, list[bool]] = {}
+        penalties: dict[str, list[bool]] = {}
+        for detail in details:
+            for name, verdict in (detail.get("groups") or {}).items():
+                groups.setdefault(name, []).append(bool(verdict.get("covered")))
+            for name, penalty in (detail.get("penalties") or {}).items():
+                penalties.setdefault(name, []).append(float(penalty.get("factor", 1.0)) < 1.0)
+        tables = {}
+        if groups:
+            tables["rubric group coverage"] = {name: sum(v) / len(v) for name, v in groups.items()}
+        if penalties:
+            tables["penalised (share of completions)"] = {name: sum(v) / len(details) for name, v in penalties.items()}
+        return tables
+
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
         return f"rubric {rubric_for(row.get('rubric'), self.default_rubric()).name}"
 

@@ -86,9 +86,10 @@ class EvalCallback(TrainerCallback):
         trainer = self.trainer
         if trainer.accelerator.is_main_process:
             print(f"eval step {step}: accuracy {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
-                  f"format {stats['format_rate']:.0%}, {seconds:.0f} s", flush=True)
+                  f"format {_share(stats['format_rate'])}, {seconds:.0f} s", flush=True)
         metrics = {"eval/accuracy": stats["accuracy"], "eval/format_rate": stats["format_rate"],
                    "eval/mean_completion_tokens": stats["mean_completion_tokens"], "eval/seconds": seconds}
+        metrics = {key: value for key, value in metrics.items() if value is not None}  # no notion of form: not logged
         training = trainer.model.training
         trainer.model.eval()  # GRPOTrainer.log then leaves the training metrics of the current step alone
         try:
@@ -119,7 +120,7 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
     rows = [
         ("", f"before (step {first['step']})", f"after (step {last['step']})"),
         ("accuracy [95% CI]", accuracy(first), accuracy(last)),
-        ("format rate", f"{first['format_rate']:.0%}", f"{last['format_rate']:.0%}"),
+        ("format rate", _share(first["format_rate"]), _share(last["format_rate"])),
         ("mean tokens", f"{first['mean_completion_tokens']:.0f}", f"{last['mean_completion_tokens']:.0f}"),
     ]
     lines = [f"Held-out evaluation: {first['n']} {first['split']} items, greedy, {first['shots']}-shot"]
@@ -127,3 +128,8 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
     lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
                  f"McNemar exact p = {mcnemar_exact(only_before, only_after):.3g}")
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    """A rate as a percentage; "n/a" for tasks without a notion of answer form (keywords)."""
+    return "n/a" if value is None else f"{value:.0%}"
