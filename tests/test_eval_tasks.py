@@ -147,3 +147,10 @@ def test_keyword_and_code_outputs_are_written_with_figure_and_report(keyword_rec
         paths = write_outputs(EvalResult(records, summary), tmp_path / name)
         page = paths["report"].read_text()
         assert task.accuracy_name in page and "Breakdown" in page and "extracted answer" in page
+
+
+def test_mbpp_data_may_be_the_directory_holding_mbpp_jsonl(mbpp_file):
+    from pathlib import Path
+
+    directory = str(Path(mbpp_file).parent)
+    assert get_task("mbpp", {"data": directory}).load("test")["id"] == ["mbpp-11", "mbpp-12", "mbpp-13"]

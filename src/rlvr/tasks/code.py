@@ -113,7 +113,7 @@ class CodeTask(Task):
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[Any]:
         """As the base class, and code_execution rewards hide a local dataset file from the programs."""
-        local = [str(Path(self.data).expanduser().resolve())] if Path(self.data).expanduser().is_file() else []
+        local = [str(mbpp_file(self.data))] if mbpp_file(self.data) else []
         specs = [
             {**spec, "hide": local} if spec.get("name") == "code_execution" and "hide" not in spec and local else spec
             for spec in (specs or self.default_rewards)
@@ -204,7 +204,7 @@ class CodeTask(Task):
         )
 
     def _new_scorer(self) -> CodeScorer:
-        local = (str(Path(self.data).expanduser().resolve()),) if Path(self.data).expanduser().is_file() else ()
+        local = (str(mbpp_file(self.data)),) if mbpp_file(self.data) else ()
         return CodeScorer(self.partial, Limits(timeout=self.timeout, memory_mb=self.memory_mb), hide=local)
 
     # ------------------------------------------------------------------ HumanEval
@@ -274,10 +274,23 @@ class MBPPTask(CodeTask):
     name = "mbpp"
 
 
-def _load_mbpp(data: str) -> list[dict[str, Any]]:
+def mbpp_file(data: str) -> Path | None:
+    """The local MBPP JSONL ``data`` names: the file itself, or a directory's ``mbpp.jsonl`` (or its one JSONL)."""
     path = Path(data).expanduser()
-    if path.is_file():
+    if path.is_dir():
+        found = [path / "mbpp.jsonl"] if (path / "mbpp.jsonl").is_file() else sorted(path.glob("*.jsonl"))
+        if len(found) != 1:
+            return None
+        path = found[0]
+    return path.resolve() if path.is_file() else None
+
+
+def _load_mbpp(data: str) -> list[dict[str, Any]]:
+    path = mbpp_file(data)
+    if path is not None:
         return read_jsonl(path, required=("text", "test_list", "task_id"))
+    if Path(data).expanduser().is_dir():
+        raise RlvrError(f"{data} holds no mbpp.jsonl (and not exactly one JSONL file); point --data at the MBPP JSONL.")
     if data.startswith((".", "/", "~")) or data.endswith(".jsonl"):
         raise RlvrError(f"data path not found: {data}")
     try:
