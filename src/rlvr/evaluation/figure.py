@@ -24,7 +24,7 @@ def write_figure(summary: dict[str, Any], path: str | Path) -> Path:
     labels = list(dict.fromkeys(r["model"] for r in results))
     right = _right_panel(results)
     fig, axes = plt.subplots(1, 2 if right else 1, figsize=(12 if right else 7, 4.5), squeeze=False)
-    name = summary.get("accuracy_name") or "accuracy"
+    name = f"{summary.get('accuracy_name') or 'accuracy'} ({'as given' if summary.get('score_only') else 'greedy'})"
     _bar_panel(axes[0][0], results, name, summary.get("takes_shots", True))
     if right:
         right(axes[0][1], results, labels, name)
@@ -79,6 +79,7 @@ def _bar_panel(axis: Any, results: list[dict[str, Any]], name: str, shots: bool)
     axis.set_xticks(positions)
     axis.set_xticklabels([config_name(r, shots) for r in results], fontsize=7, rotation=30 if rotate else 0,
                          ha="right" if rotate else "center")
+    axis.set_xlim(-0.75, len(results) - 0.25)
     axis.set_ylim(0, 1.1)
     axis.set_ylabel(name)
     axis.set_title(f"{name} per configuration (95% interval)")

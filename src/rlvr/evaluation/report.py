@@ -37,7 +37,7 @@ def write_report(result: Any, path: str | Path, figure: str | Path | None) -> Pa
     else:
         parts.append("<p class='warning'>The figure could not be drawn; the numbers below are complete.</p>")
     parts.append(_results_table(summary))
-    parts.append(_breakdowns(summary))
+    parts.append(_breakdowns(summary, summary.get("takes_shots", True)))
     if summary.get("comparisons"):
         parts.append(_comparisons_table(summary))
     parts.append(_samples(records, summary.get("takes_shots", True)))
@@ -68,12 +68,16 @@ def _results_table(summary: dict[str, Any]) -> str:
     ks = sorted({k for r in results for k in r.get("pass_at_k", {})}, key=int)
     scores = graded(results)
     forms = any(r.get("format_rate") is not None for r in results)
-    head = ["model", "shots", "n", name, "95% CI"] + (["mean score [95% CI]"] if scores else [])
-    head += (["well-formed"] if forms else []) + ["stopped", "mean tokens"] + [f"pass@{k}" for k in ks]
+    shots = summary.get("takes_shots", True)
+    greedy = "greedy" if not summary.get("score_only") else "as given"
+    head = ["model"] + (["shots"] if shots else []) + ["n", f"{_e(name)} ({greedy})", "95% CI"]
+    head += (["mean score [95% CI]"] if scores else []) + (["well-formed"] if forms else []) + ["stopped", "mean tokens"]
+    head += [f"pass@{k} (sampled)" for k in ks]
     rows = []
     for r in results:
         counted = f" ({r['correct']})" if r.get("correct") is not None else " (pass@1 over samples)"
-        cells = [_e(r["model"]), r.get("shots"), r["n"], f"{r['accuracy']:.1%}{counted}", _span(r["ci95"])]
+        cells = [_e(r["model"])] + ([r.get("shots")] if shots else [])
+        cells += [r["n"], f"{r['accuracy']:.1%}{counted}", _span(r["ci95"])]
         if scores:
             cells.append(f"{r['mean_score']:.3f} [{r['mean_score_ci95'][0]:.3f}, {r['mean_score_ci95'][1]:.3f}]")
         if forms:
@@ -81,21 +85,21 @@ def _results_table(summary: dict[str, Any]) -> str:
         cells += [_share(r.get("stopped_rate")), _number(r.get("mean_completion_tokens"))]
         cells += [_share(r.get("pass_at_k", {}).get(k), ".1%") for k in ks]
         rows.append(cells)
-    note = f"<p>{_e(name)}: the share of items the task judges correct (greedy)."
+    note = f"<p>{_e(name)}: the share of items the task judges correct ({greedy})."
     if ks:
         note += " pass@k: unbiased estimate from the sampled completions (Chen et al. 2021)."
     return "<h2>Results</h2>" + _table(head, rows) + note + "</p>"
 
 
-def _breakdowns(summary: dict[str, Any]) -> str:
+def _breakdowns(summary: dict[str, Any], takes_shots: bool) -> str:
     results = [r for r in summary["results"] if r.get("breakdown")]
     titles = list(dict.fromkeys(t for r in results for t in r["breakdown"]))
     parts = []
     for title in titles:
         keys = list(dict.fromkeys(k for r in results for k in r["breakdown"].get(title, {})))
         head = ["configuration"] + [_e(k) for k in keys]
-        rows = [[f"{_e(r['model'])}, {r.get('shots')}-shot"] + [_share(r["breakdown"].get(title, {}).get(k)) for k in keys]
-                for r in results]
+        rows = [[_e(r["model"]) + (f", {r.get('shots')}-shot" if takes_shots else "")]
+                + [_share(r["breakdown"].get(title, {}).get(k)) for k in keys] for r in results]
         parts.append(f"<h3>{_e(title)}</h3>" + _table(head, rows))
     return "<h2>Breakdown</h2>" + "".join(parts) if parts else ""
 
