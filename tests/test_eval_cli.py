@@ -100,3 +100,28 @@ def test_vllm_backend_without_vllm_gives_one_line(tiny, data, tmp_path, capsys):
         pytest.skip("vLLM and a GPU are present")
     assert run_eval("--model", tiny, "--data", data, "--backend", "vllm", "--output", str(tmp_path)) == 2
     assert "vllm" in one_error_line(capsys)
+
+
+MBPP = [{"task_id": 11, "text": "Write a function add(a, b).", "test_list": ["assert add(1, 2) == 3"]},
+        {"task_id": 12, "text": "Write a function neg(a).", "test_list": ["assert neg(1) == -1"]}]
+
+
+@pytest.mark.parametrize("task", ["mbpp", "keywords"])
+def test_code_and_keyword_tasks_write_samples_summary_figure_and_report(tiny, tmp_path, task):
+    if task == "mbpp":
+        (tmp_path / "mbpp.jsonl").write_text("".join(json.dumps(row) + "\n" for row in MBPP))
+        options = ["--data", str(tmp_path)]
+    else:
+        options = ["--option", "chat=false"]  # the tiny test model has no chat template
+    out = tmp_path / "out"
+    assert run_eval("--model", tiny, "--task", task, *options, "--limit", "2", "--samples", "2", "--output", str(out)) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["accuracy.png", "report.html", "samples.jsonl", "summary.json"]
+    (result,) = json.loads((out / "summary.json").read_text())["results"]
+    assert result["n"] == 2 and set(result["pass_at_k"]) == {"1", "2"}
+    record = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    assert record["question"] and record["ground_truth"] and "details" in record
+
+
+def test_shots_for_a_task_without_exemplars_give_one_line(tiny, tmp_path, capsys):
+    assert run_eval("--model", tiny, "--task", "keywords", "--shots", "2", "--output", str(tmp_path)) == 2
+    assert "takes no exemplars" in one_error_line(capsys)
