@@ -8,7 +8,7 @@ from datasets import Dataset
 from rlvr.config import recipe_from_dict
 from rlvr.errors import RlvrError
 from rlvr.models import load_tokenizer
-from rlvr.rewards.base import build_reward
+from rlvr.tasks import get_task
 from rlvr.testing import build_tiny_model
 from rlvr.training.difficulty import Band, apply_filter, pass_rates, sample_completions
 from rlvr.training.run import build_trainer
@@ -16,15 +16,20 @@ from rlvr.training.run import build_trainer
 RIGHT, WRONG = "2 + 2 = 4.\n#### The final answer is 4", "2 + 2 = 5.\n#### The final answer is 5"
 
 
-def test_pass_rate_is_the_share_of_completions_the_accuracy_reward_accepts():
+def test_pass_rate_is_the_share_of_completions_the_task_judges_correct():
     rows = [{"prompt": "p", "final_answer": "4"}, {"prompt": "q", "final_answer": "4"}]
-    rewards = [build_reward("format"), build_reward("correctness")]
-    assert pass_rates(rows, [[RIGHT, WRONG, WRONG, WRONG], [RIGHT] * 4], rewards) == [0.25, 1.0]
+    assert pass_rates(get_task("gsm8k"), rows, [[RIGHT, WRONG, WRONG, WRONG], [RIGHT] * 4]) == [0.25, 1.0]
 
 
-def test_pass_rates_need_an_accuracy_reward():
-    with pytest.raises(RlvrError, match="accuracy reward"):
-        pass_rates([{"prompt": "p"}], [[RIGHT]], [build_reward("format")])
+def test_code_pass_rate_counts_programs_that_pass_every_test():
+    rows = [{"prompt": "p", "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]}]
+    honest = "```python\ndef add(a, b):\n    return a + b\n```"
+    runs_only = "```python\ndef add(a, b):\n    return 3\n```"  # runs and passes one test of two
+    task = get_task("mbpp", {"timeout": 2.0})
+    try:
+        assert pass_rates(task, rows, [[honest, runs_only, runs_only, "not python ("]]) == [0.25]
+    finally:
+        task.close()
 
 
 def test_band_keeps_rates_inside_it_and_rejects_an_inverted_band():
@@ -49,6 +54,8 @@ def test_sample_completions_returns_the_requested_number_per_prompt(tmp_path):
     model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
     completions = sample_completions(model, load_tokenizer(str(model_dir)), ["1+1=", "2+2="], 3, 4, 1.0)
     assert [len(c) for c in completions] == [3, 3]
+    greedy = sample_completions(model, load_tokenizer(str(model_dir)), ["1+1=", "2+2="], 3, 4, 0.0)
+    assert [len(c) for c in greedy] == [1, 1]
 
 
 def test_recipe_difficulty_filter_trains_only_on_kept_prompts(tmp_path):

@@ -2,6 +2,7 @@
 
 import torch
 
+from rlvr.tasks import get_task
 from rlvr.training.health import HISTOGRAM_EDGES, HealthMonitor, batch_metrics, histogram
 
 
@@ -10,17 +11,36 @@ def row(format_reward: float, correctness: float) -> dict:
 
 
 def test_accuracy_is_measured_separately_from_format():
-    rows = [row(0.5, 1.0), row(0.5, 0.0), row(0.5, 0.0), row(0.0, 0.0)]
+    rows = [row(1.0, 1.0), row(1.0, 0.0), row(1.0, 0.0), row(0.0, 0.0)]
     advantages = torch.tensor([1.5, -0.5, -0.5, -0.5])
-    metrics = batch_metrics(rows, ["format", "correctness"], advantages, torch.zeros(4, dtype=torch.bool))
+    metrics = batch_metrics(rows, get_task("gsm8k"), advantages, torch.zeros(4, dtype=torch.bool))
     assert metrics["health/accuracy"] == 0.25
     assert metrics["health/format_rate"] == 0.75
     assert (metrics["advantages/min"], metrics["advantages/max"]) == (-0.5, 1.5)
 
 
+def test_code_accuracy_counts_only_programs_passing_every_test():
+    rows = [{"rewards": {"code_execution": r}} for r in (1.0, 0.25, 0.8125, 0.0)]
+    metrics = batch_metrics(rows, get_task("mbpp"), torch.zeros(4), torch.zeros(4, dtype=torch.bool))
+    assert metrics["health/accuracy"] == 0.25  # partial credit for a program that runs is not accuracy
+    assert metrics["health/format_rate"] == 0.75
+
+
+def test_keywords_accuracy_is_the_share_at_full_rubric_credit():
+    rows = [{"rewards": {"keywords": r}} for r in (1.0, 0.9)]
+    metrics = batch_metrics(rows, get_task("keywords"), torch.zeros(2), torch.zeros(2, dtype=torch.bool))
+    assert metrics["health/accuracy"] == 0.5 and "health/format_rate" not in metrics
+
+
+def test_accuracy_is_left_out_when_the_recipe_lacks_the_deciding_reward():
+    rows = [{"rewards": {"format": 1.0, "intermediate_steps": 0.5}}]
+    metrics = batch_metrics(rows, get_task("gsm8k"), torch.zeros(1), torch.zeros(1, dtype=torch.bool))
+    assert "health/accuracy" not in metrics and metrics["health/format_rate"] == 1.0
+
+
 def test_advantage_statistics_leave_out_dropped_rows():
     advantages = torch.tensor([1.0, -1.0, 0.0, 0.0])
-    metrics = batch_metrics([], [], advantages, torch.tensor([False, False, True, True]))
+    metrics = batch_metrics([], get_task("gsm8k"), advantages, torch.tensor([False, False, True, True]))
     assert metrics["advantages/mean"] == 0.0 and metrics["advantages/min"] == -1.0
     assert "health/accuracy" not in metrics
 
@@ -63,3 +83,15 @@ def test_mostly_truncated_completions_warn():
 def test_exploding_kl_warns_and_a_small_kl_does_not():
     assert feed(HealthMonitor(3), [{"kl": k} for k in (0.1, 0.4, 0.9)]) == ["kl_exploding"]
     assert feed(HealthMonitor(3), [{"kl": k} for k in (0.01, 0.02, 0.03)]) == []
+
+
+def test_sample_rows_show_the_answer_and_verdict_as_the_task_does():
+    from rlvr.training.samples import sample_records
+
+    batch = [{"prompt": "Q", "completion": "4 + 4 = 8.\n#### The final answer is 8",
+              "rewards": {"format": 1.0, "correctness": 0.0}, "reward": 0.5}]
+    record = sample_records(3, batch, task=get_task("gsm8k"))[0]
+    assert record["extracted_answer"] == "8" and record["correct"] is False
+    code = [{"prompt": "Q", "completion": "```python\nx = 1\n```", "rewards": {"code_execution": 1.0}, "reward": 1.0}]
+    record = sample_records(3, code, task=get_task("mbpp"))[0]
+    assert record["extracted_answer"] == "x = 1\n" and record["correct"] is True

@@ -11,15 +11,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "filter",
         help="keep training prompts whose base-model pass rate lies in a band (difficulty filtering)",
-        description="Sample completions from the recipe's base model for each training prompt, score them with the "
-        "recipe's accuracy reward, and write {id, pass_rate, kept} lines. Train on the kept prompts with "
-        "--set run.difficulty_filter=FILE.",
+        description="Sample completions from the recipe's base model for each training prompt, judge them as the "
+        "task defines correct (math: the right answer; code: every test passes; keywords: full rubric credit), and "
+        "write {id, pass_rate, kept} lines. Train on the kept prompts with --set run.difficulty_filter=FILE.",
     )
     parser.add_argument("recipe", nargs="?", help="recipe file or built-in name (default: cpu-default)")
     parser.add_argument("--samples", type=int, default=8, help="completions per prompt (default 8)")
     parser.add_argument("--band", type=float, nargs=2, default=(0.1, 0.9), metavar=("LOW", "HIGH"),
                         help="keep prompts with LOW <= pass rate <= HIGH (default 0.1 0.9)")
     parser.add_argument("--limit", type=int, help="estimate only the first N training prompts")
+    parser.add_argument("--batch-size", type=int, default=16, help="completions generated together (default 16)")
     parser.add_argument("--temperature", type=float, help="sampling temperature (default: the recipe's grpo.temperature)")
     parser.add_argument("--output", help="output JSONL (default: <output_dir>/difficulty.jsonl)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -35,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.training.difficulty import Band, pass_rates, sample_completions
 
     band = Band(*args.band)
-    if args.samples < 1:
-        raise RlvrError("--samples must be at least 1.")
+    if args.samples < 1 or args.batch_size < 1:
+        raise RlvrError("--samples and --batch-size must be at least 1.")
     recipe = load_recipe(args.recipe, args.overrides)
     task = get_task(recipe.task_name, recipe.task_options)
     dataset = task.load("train")
@@ -50,9 +51,13 @@ def run(args: argparse.Namespace) -> int:
     max_tokens = recipe.grpo.get("max_completion_length", 256)
     print(f"rlvr: estimating pass rates of {len(rows)} prompts with {args.samples} samples each", flush=True)
     completions = sample_completions(
-        model, tokenizer, [r["prompt"] for r in rows], args.samples, max_tokens, temperature, task.stop_patterns
+        model, tokenizer, [r["prompt"] for r in rows], args.samples, max_tokens, temperature, task.stop_patterns,
+        batch_size=args.batch_size, seed=recipe.grpo.get("seed", 0), progress=True, top_p=recipe.grpo.get("top_p", 1.0),
     )
-    rates = pass_rates(rows, completions, task.reward_functions(recipe.rewards))
+    try:
+        rates = pass_rates(task, rows, completions)
+    finally:
+        task.close()
     output = Path(args.output) if args.output else recipe.output_dir / "difficulty.jsonl"
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("w", encoding="utf-8") as out:

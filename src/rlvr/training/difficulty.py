@@ -12,14 +12,14 @@ then trains on the kept prompts with ``run.difficulty_filter: <that file>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
-from rlvr.training.health import ACCURACY_REWARDS
 
 
 @dataclass
@@ -35,53 +35,39 @@ class Band:
         return self.low <= rate <= self.high
 
 
-def pass_rates(
-    rows: list[dict[str, Any]], completions: list[list[str]], reward_funcs: list[Callable[..., list[float]]]
-) -> list[float]:
-    """Share of each row's completions that an accuracy reward (correctness, ...) scores above 0."""
-    judges = [f for f in reward_funcs if f.__name__ in ACCURACY_REWARDS]
-    if not judges:
-        names = ", ".join(f.__name__ for f in reward_funcs)
-        raise RlvrError(f"difficulty filtering needs an accuracy reward ({', '.join(ACCURACY_REWARDS)}); the recipe has: {names}.")
-    rates = []
-    for row, texts in zip(rows, completions, strict=False):
-        columns = {k: [v] * len(texts) for k, v in row.items() if k != "prompt"}
-        passed = [False] * len(texts)
-        for judge in judges:
-            passed = [p or (s or 0) > 0 for p, s in zip(passed, judge(texts, **columns), strict=False)]
-        rates.append(sum(passed) / max(1, len(texts)))
-    return rates
+def pass_rates(task: Any, rows: Sequence[dict[str, Any]], completions: Sequence[Sequence[Any]]) -> list[float]:
+    """Share of each row's completions that the task judges correct (:meth:`rlvr.tasks.base.Task.judge`).
+
+    For code that means every test passes, not a program that merely runs.
+    """
+    flat = [(index, completion) for index, texts in enumerate(completions) for completion in texts]
+    outcomes = task.judge([c for _, c in flat], [rows[i] for i, _ in flat]) if flat else []
+    passed = [0] * len(rows)
+    for (index, _), outcome in zip(flat, outcomes, strict=True):
+        passed[index] += outcome.correct
+    return [passed[i] / max(1, len(completions[i])) for i in range(len(rows))]
 
 
 def sample_completions(
-    model: Any, tokenizer: Any, prompts: list[Any], samples: int, max_new_tokens: int, temperature: float,
-    stop_patterns: list[str] | None = None, greedy: bool = False,
+    model: Any, tokenizer: Any, prompts: Sequence[Any], samples: int, max_new_tokens: int, temperature: float,
+    stop_patterns: Sequence[str] = (), batch_size: int = 16, seed: int = 0, progress: bool = False, top_p: float = 1.0,
 ) -> list[list[str]]:
-    """``samples`` sampled completions per prompt (greedy: one), each cut at the task's answer line."""
-    import torch
+    """``samples`` completions per prompt (one when ``temperature`` is 0: greedy), each cut at the task's answer line.
 
-    from rlvr.evaluation.stopping import AnswerStop
+    Generation goes through ``rlvr eval``'s batched backend (shared prompt prefix run once, rows leave
+    the batch when they stop).
+    """
+    from tqdm.auto import tqdm
 
-    stop = AnswerStop(tokenizer, stop_patterns) if stop_patterns else None
-    results = []
-    for prompt in prompts:
-        text = prompt if isinstance(prompt, str) else tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-        inputs = tokenizer(text, return_tensors="pt")
-        kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id)
-        if greedy:
-            kwargs.update(do_sample=False, num_return_sequences=1)
-        else:
-            kwargs.update(do_sample=True, temperature=temperature, num_return_sequences=samples)
-        with torch.no_grad():
-            if stop is not None:
-                with stop.installed(model):
-                    output = model.generate(**inputs, **kwargs)
-            else:
-                output = model.generate(**inputs, **kwargs)
-        generated = output[:, inputs["input_ids"].shape[1] :].tolist()
-        cut = [stop.cut(ids)[0] for ids in generated] if stop is not None else generated
-        results.append([tokenizer.decode(ids, skip_special_tokens=True) for ids in cut])
-    return results
+    from rlvr.evaluation.backends import HFBackend, Sampling, render_prompts
+
+    sampling = Sampling(1, 0.0, 1.0, max_new_tokens, seed) if temperature <= 0 else \
+        Sampling(samples, temperature, top_p, max_new_tokens, seed)
+    backend = HFBackend(model, tokenizer, stop_patterns, batch_size)
+    texts = render_prompts(prompts, tokenizer)
+    with tqdm(total=len(texts), desc="sampling", unit="prompt", file=sys.stderr, disable=not progress) as bar:
+        generations = backend.generate(texts, sampling, bar)
+    return [[g.text for g in row] for row in generations]
 
 
 def apply_filter(dataset: Any, path: str | Path) -> Any:

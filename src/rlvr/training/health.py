@@ -18,22 +18,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Reward components that judge the answer itself (accuracy), as opposed to its form.
-ACCURACY_REWARDS = ("correctness", "code_execution", "keywords")
-FORMAT_REWARDS = ("format",)
 #: Fixed histogram bin edges for advantages, so histograms of different steps line up.
 HISTOGRAM_EDGES = [round(-4.0 + 0.25 * i, 2) for i in range(33)]
 HEALTH_DIR = "health"
 
 
-def batch_metrics(rows: list[dict[str, Any]], names: list[str], advantages: Any, dropped: Any) -> dict[str, float]:
-    """Accuracy, format rate and the spread of the advantages that enter the update."""
+def batch_metrics(rows: list[dict[str, Any]], task: Any, advantages: Any, dropped: Any) -> dict[str, float]:
+    """Accuracy, format rate and the spread of the advantages that enter the update.
+
+    The task reads whether each row is correct (and well formed) off its raw reward components
+    (:meth:`rlvr.tasks.base.Task.correct_from_rewards`); a metric the task cannot read from the
+    recipe's rewards is left out rather than guessed.
+    """
     metrics: dict[str, float] = {}
-    for label, group in (("health/accuracy", ACCURACY_REWARDS), ("health/format_rate", FORMAT_REWARDS)):
-        present = [n for n in names if n in group]
-        if present and rows:
-            hits = [any((row["rewards"].get(n) or 0) > 0 for n in present) for row in rows]
-            metrics[label] = sum(hits) / len(hits)
+    if task is not None and rows:
+        for label, read in (("health/accuracy", task.correct_from_rewards),
+                            ("health/format_rate", task.well_formed_from_rewards)):
+            verdicts = [read(row["rewards"]) for row in rows]
+            if None not in verdicts:
+                metrics[label] = sum(verdicts) / len(verdicts)
     kept = advantages[~dropped.bool()] if dropped is not None else advantages
     if kept.numel():
         metrics["advantages/mean"] = kept.mean().item()

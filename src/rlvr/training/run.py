@@ -107,8 +107,9 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         peft_config=lora_config(recipe) if recipe.model.lora else None,
         stop_patterns=task.stop_patterns if stop_at_answer else None,
         controls=controls_from(recipe),
+        task=task,
     )
-    install_health(trainer, recipe)
+    install_health(trainer, recipe, task)
     trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
         ConsoleCallback.install(trainer)
@@ -125,14 +126,14 @@ def controls_from(recipe: Recipe) -> Any:
     return Controls(run.zero_variance_groups, run.resample_attempts, run.advantage_clip)
 
 
-def install_health(trainer: Any, recipe: Recipe) -> None:
+def install_health(trainer: Any, recipe: Recipe, task: Any = None) -> None:
     from rlvr.training.health import HealthCallback
     from rlvr.training.samples import SampleCallback
 
     run = recipe.run
     trainer.add_callback(HealthCallback(trainer, run.health_histogram_steps, run.health_patience, run.health_patience > 0))
     if run.sample_steps:
-        trainer.add_callback(SampleCallback(trainer, run.sample_steps, run.sample_rows))
+        trainer.add_callback(SampleCallback(trainer, run.sample_steps, run.sample_rows, task))
 
 
 def grpo_config(recipe: Recipe) -> Any:

@@ -52,9 +52,11 @@ class RlvrGRPOTrainer(TrlHooks):
     """
 
     def __init__(
-        self, *args: Any, stop_patterns: list[str] | None = None, controls: Controls | None = None, **kwargs: Any
+        self, *args: Any, stop_patterns: list[str] | None = None, controls: Controls | None = None,
+        task: Any = None, **kwargs: Any
     ):
         super().__init__(*args, **kwargs)
+        self.task = task  # judges health accuracy from the reward components (rlvr.tasks.base.Task)
         self.answer_stop = AnswerStop(self.processing_class, stop_patterns) if stop_patterns else None
         if self.answer_stop is not None:
             self.answer_stop.eos_token_id = self.eos_token_ids[0]
@@ -264,7 +266,7 @@ class RlvrGRPOTrainer(TrlHooks):
         metrics["zero_variance/resampled_share"].append(resampled / max(1, len(zero)))
         metrics["advantages/clipped_share"].append(clipped)
         advantages = batch["advantages"].detach().float().cpu()
-        for key, value in batch_metrics(rows, self.reward_func_names, advantages, dropped_rows.cpu()).items():
+        for key, value in batch_metrics(rows, self.task, advantages, dropped_rows.cpu()).items():
             metrics[key].append(value)
         for row, advantage, drop in zip(rows, advantages.tolist(), dropped_rows.tolist(), strict=True):
             row["advantage"] = advantage
