@@ -72,3 +72,18 @@ def test_paired_counts_split_items_into_the_four_cells():
     first = [True, True, False, False, True]
     second = [True, False, True, False, False]
     assert paired_counts(first, second) == (1, 2, 1, 1)
+
+
+@pytest.mark.parametrize("n", range(1, 61))
+def test_wilson_interval_holds_the_estimate_inside_zero_one_at_none_and_all_correct(n):
+    for successes in (0, n):
+        low, high = wilson_interval(successes, n)
+        assert 0.0 <= low <= successes / n <= high <= 1.0
+    assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
+
+
+def test_mcnemar_exact_matches_the_binomial_sum():
+    for first, second in ((2, 11), (7, 3), (0, 1), (20, 25)):
+        n = first + second
+        tail = sum(math.comb(n, i) for i in range(min(first, second) + 1)) / 2**n
+        assert mcnemar_exact(first, second) == pytest.approx(min(1.0, 2 * tail))
