@@ -11,8 +11,10 @@ from rlvr.rewards.base import build_reward, completion_text, named
 from rlvr.tasks.base import TASKS
 
 
-def builtin(task: str) -> list:
-    return [build_reward(s["name"], {k: v for k, v in s.items() if k != "name"}) for s in TASKS.get(task).default_rewards]
+def builtin(task: str) -> tuple[list, list[float]]:
+    """The task's default reward functions (raw) and their weights."""
+    instance = TASKS.get(task)()
+    return instance.reward_functions(), instance.reward_weights()
 
 
 def original_format(completions, **_):
@@ -30,7 +32,7 @@ def original_correctness(completions, final_answer, **_):
 
 
 def test_builtin_gsm8k_rewards_pass_the_audit():
-    result = audit(PROBE_SETS["gsm8k"], builtin("gsm8k"))
+    result = audit(PROBE_SETS["gsm8k"], *builtin("gsm8k"))
     assert result.passed, [r.probe.name for r in result.exploits]
 
 
@@ -43,8 +45,9 @@ def test_the_published_recipes_original_rewards_fail_the_audit():
 
 
 def test_answer_without_reasoning_beats_a_wrong_answer_until_the_penalty_is_added():
-    plain = audit(PROBE_SETS["gsm8k"], builtin("gsm8k"))
-    penalised = audit(PROBE_SETS["gsm8k"], builtin("gsm8k") + [build_reward("reasoning_required")])
+    plain = audit(PROBE_SETS["gsm8k"], *builtin("gsm8k"))
+    funcs, weights = builtin("gsm8k")
+    penalised = audit(PROBE_SETS["gsm8k"], funcs + [build_reward("reasoning_required")], weights + [0.5])
     assert [r.beats_wrong for r in plain.results if r.probe.name == "answer_without_reasoning"] == [True]
     assert not any(r.beats_wrong for r in penalised.results)
 
@@ -79,12 +82,12 @@ def naive_keyword_reward(completions, **_):
 
 
 def test_builtin_keywords_reward_passes_the_audit():
-    result = audit(PROBE_SETS["keywords"], builtin("keywords"))
+    result = audit(PROBE_SETS["keywords"], *builtin("keywords"))
     assert result.passed, [r.probe.name for r in result.exploits]
 
 
 def test_keyword_lists_stuffing_and_repetition_earn_less_than_an_honest_wrong_answer():
-    result = audit(PROBE_SETS["keywords"], builtin("keywords"))
+    result = audit(PROBE_SETS["keywords"], *builtin("keywords"))
     stuffing = {"keyword_list", "keyword_bullets", "keyword_stuffed_sentence", "paragraph_repeated", "negated_treatment"}
     assert not [r.probe.name for r in result.results if r.probe.name in stuffing and r.beats_wrong]
 
@@ -114,3 +117,19 @@ def test_cli_audit_skips_keyword_probes_for_a_rubric_they_were_not_written_for(t
     captured = capsys.readouterr()
     assert code == 2
     assert f"skipping keywords: its probes are written for the built-in clinical rubric, and the rewards use {rubric}" in captured.out
+
+
+def test_cli_audit_applies_grpo_reward_weights_to_the_task_defaults(capsys):
+    assert main(["reward", "audit", "--task", "gsm8k", "--set", "rewards=[]", "--set", "grpo.reward_weights=[0.0, 1.0]"]) == 1
+    assert "EXPLOIT" in capsys.readouterr().out  # without the format reward, a bare answer line pays in full
+
+
+def test_cli_audit_shows_weighted_components_summing_to_the_reward(capsys):
+    assert main(["reward", "audit", "--task", "gsm8k"]) == 0
+    honest = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("honest_correct"))
+    assert honest.split()[2:5] == ["+1.500", "+0.500", "+1.000"]
+
+
+def test_cli_audit_refuses_weights_set_in_both_places(capsys):
+    assert main(["reward", "audit", "--task", "gsm8k", "--set", "grpo.reward_weights=[0.5, 1.0]"]) == 2
+    assert "set twice" in capsys.readouterr().err

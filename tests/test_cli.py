@@ -85,9 +85,9 @@ def test_reward_score_writes_one_line_per_input_in_order(tmp_path):
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
     assert rows == [
-        {"format": 0.5, "correctness": 1.0, "total": 1.5},
+        {"format": 1.0, "correctness": 1.0, "total": 1.5},
         {"format": 0.0, "correctness": 1.0, "total": 1.0},
-        {"format": 0.5, "correctness": 0.0, "total": 0.5},
+        {"format": 1.0, "correctness": 0.0, "total": 0.5},
     ]
 
 

@@ -101,12 +101,10 @@ def test_partial_outside_its_range_is_a_user_error():
         build_reward("code_execution", {"partial": 1.0})
 
 
-def test_weight_scales_the_reward():
-    func = build_reward("code_execution", {"weight": 2.0, "timeout": 2.0, "workers": 1})
-    try:
-        assert func([HONEST], test_list=[TESTS]) == [2.0]
-    finally:
-        func.scorer.close()
+def test_the_reward_is_raw_and_its_weight_belongs_to_trl():
+    with pytest.raises(RlvrError, match="reward_weights"):
+        build_reward("code_execution", {"weight": 2.0})
+    assert get_task("code").reward_weights([{"name": "code_execution", "weight": 2.0}]) == [2.0]
 
 
 def test_humaneval_form_with_completion_style_prompt(reward):

@@ -200,10 +200,10 @@ def test_the_explanation_names_groups_patterns_and_penalties(rubric):
     json.dumps(explanation)
 
 
-def test_the_reward_reads_chat_completions_and_applies_its_weight():
-    reward = build_reward("keywords", {"weight": 2.0})
+def test_the_reward_reads_chat_completions_and_returns_raw_scores():
+    reward = build_reward("keywords")
     chat = [{"role": "user", "content": "Assess."}, {"role": "assistant", "content": CLINICAL}]
-    assert reward([CLINICAL, chat, KEYWORD_LIST, None, {"content": 3}]) == [2.0, 2.0, 0.0, 0.0, 0.0]
+    assert reward([CLINICAL, chat, KEYWORD_LIST, None, {"content": 3}]) == [1.0, 1.0, 0.0, 0.0, 0.0]
 
 
 def test_a_rubric_column_overrides_the_reward_rubric_per_row(tmp_path):

@@ -1,15 +1,16 @@
-"""format and correctness rewards: TRL's contract, weights, chat input, robustness."""
+"""format and correctness rewards: TRL's contract, raw scores (weights are TRL's), chat input, robustness."""
 
 import pytest
 
 from rlvr.errors import RlvrError
 from rlvr.rewards import REWARDS, build_reward
+from rlvr.tasks import get_task
 
 GOOD = "Tom has 3 boxes of 15, so 3 * 15 = 45.\n#### The final answer is 45\n"
 
 
-def test_format_pays_half_for_a_reasoned_answer_line():
-    assert build_reward("format")([GOOD]) == [0.5]
+def test_format_scores_one_for_a_reasoned_answer_line():
+    assert build_reward("format")([GOOD]) == [1.0]
 
 
 def test_gsm8k_style_answer_line_earns_no_format_reward_but_can_be_correct():
@@ -34,15 +35,20 @@ def test_thousands_separators_and_negatives_in_gold_are_scored():
     assert reward(texts, final_answer=["1,000", "-3"]) == [1.0, 1.0]
 
 
-def test_weights_come_from_the_recipe():
-    assert build_reward("format", {"weight": 2.0})([GOOD]) == [2.0]
-    assert build_reward("correctness", {"weight": 0.25})([GOOD], final_answer=["45"]) == [0.25]
+def test_reward_functions_return_raw_scores_and_refuse_a_weight():
+    with pytest.raises(RlvrError, match="reward_weights"):
+        build_reward("format", {"weight": 2.0})
+
+
+def test_default_weights_keep_the_published_scale():
+    assert get_task("gsm8k").reward_weights() == [0.5, 1.0]
+    assert get_task("gsm8k").reward_weights([{"name": "format"}, {"name": "correctness", "weight": 2.0}]) == [0.5, 2.0]
 
 
 def test_chat_completions_use_the_last_assistant_message():
     chat = [{"role": "assistant", "content": "draft\n#### The final answer is 1"}, {"role": "assistant", "content": GOOD}]
     assert build_reward("correctness")([chat], final_answer=["45"]) == [1.0]
-    assert build_reward("format")([chat]) == [0.5]
+    assert build_reward("format")([chat]) == [1.0]
 
 
 @pytest.mark.parametrize("bad", [None, "", 3, [], [{"role": "user"}], {"content": None}, [[1, 2]]])

@@ -3,7 +3,7 @@
 import pytest
 
 from rlvr.errors import RlvrError
-from rlvr.rewards.base import build_reward
+from rlvr.rewards.base import build_reward, reward_weights
 from rlvr.rewards.process import step_credit, step_results
 
 REFERENCE = (
@@ -12,20 +12,24 @@ REFERENCE = (
 )
 
 
-def test_reasoning_required_penalises_an_answer_line_with_nothing_before_it():
-    reward = build_reward("reasoning_required", {"penalty": -0.5})
+def test_reasoning_required_scores_minus_one_for_an_answer_line_with_nothing_before_it():
+    reward = build_reward("reasoning_required")
     completions = ["#### The final answer is 72", "24 + 48 = 72\n#### The final answer is 72", "72 muffins"]
-    assert reward(completions) == [-0.5, 0.0, 0.0]
+    assert reward(completions) == [-1.0, 0.0, 0.0]
 
 
 def test_reasoning_required_minimum_length_is_configurable():
-    reward = build_reward("reasoning_required", {"penalty": -1.0, "min_chars": 10})
+    reward = build_reward("reasoning_required", {"min_chars": 10})
     assert reward(["72\n#### The final answer is 72"]) == [-1.0]
 
 
-def test_reasoning_required_rejects_a_positive_penalty():
-    with pytest.raises(RlvrError):
-        build_reward("reasoning_required", {"penalty": 0.5})
+def test_reasoning_required_costs_half_a_point_by_default():
+    assert reward_weights([{"name": "reasoning_required"}]) == [0.5]
+
+
+def test_reasoning_required_has_no_penalty_parameter_any_more():
+    with pytest.raises(RlvrError, match="no parameter 'penalty'"):
+        build_reward("reasoning_required", {"penalty": -0.5})
 
 
 def test_step_results_reads_the_calculator_annotations():
@@ -34,14 +38,15 @@ def test_step_results_reads_the_calculator_annotations():
 
 
 def test_intermediate_steps_rewards_the_share_of_reference_results_in_the_reasoning():
-    reward = build_reward("intermediate_steps", {"weight": 0.4})
+    reward = build_reward("intermediate_steps")
     completions = [
         "In May 48 / 2 = 24. Total 48 + 24 = 72.\n#### The final answer is 72",
         "In May 48 / 2 = 24. Total 48 + 24 = 70.\n#### The final answer is 70",
         "She sold 50.\n#### The final answer is 72",
     ]
     scores = reward(completions, reference_solution=[REFERENCE] * 3)
-    assert scores == pytest.approx([0.4, 0.2, 0.0])
+    assert scores == pytest.approx([1.0, 0.5, 0.0])
+    assert reward_weights([{"name": "intermediate_steps"}]) == [0.3]
 
 
 def test_intermediate_steps_ignores_numbers_after_the_answer_line():

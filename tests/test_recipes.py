@@ -2,7 +2,7 @@
 
 import pytest
 
-from rlvr.config import builtin_recipes, load_recipe
+from rlvr.config import builtin_recipes, load_recipe, recipe_from_dict
 from rlvr.errors import RlvrError
 
 
@@ -83,3 +83,43 @@ def test_bad_override_is_explained():
 def test_wrongly_typed_grpo_field_is_refused_before_training():
     with pytest.raises(RlvrError, match="grpo 'learning_rate' must be a number"):
         load_recipe(None, ["grpo.learning_rate=abc"])
+
+
+def test_reward_weights_set_in_both_places_are_an_error():
+    with pytest.raises(RlvrError, match="set twice"):
+        recipe_from_dict({"task": {"name": "gsm8k"}, "rewards": [{"name": "format", "weight": 0.5}, {"name": "correctness"}],
+                          "grpo": {"reward_weights": [0.5, 1.0]}})
+
+
+def test_grpo_reward_weights_must_match_the_rewards():
+    with pytest.raises(RlvrError, match="2 values for 1 rewards"):
+        recipe_from_dict({"task": {"name": "gsm8k"}, "rewards": [{"name": "correctness"}], "grpo": {"reward_weights": [0.5, 1.0]}})
+
+
+def test_reward_weight_must_be_a_number():
+    with pytest.raises(RlvrError, match="weight must be a number"):
+        recipe_from_dict({"task": {"name": "gsm8k"}, "rewards": [{"name": "format", "weight": "high"}]})
+
+
+def test_recipe_weights_become_trl_reward_weights_and_rewards_stay_raw(tmp_path):
+    from rlvr.tasks import get_task
+    from rlvr.training.run import grpo_config
+
+    recipe = load_recipe("cpu-default", [f"run.output_dir={tmp_path}"])
+    task = get_task(recipe.task_name, recipe.task_options)
+    weights = task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights"))
+    assert weights == [0.5, 1.0]  # the published scale: format 0.5 + correctness 1.0
+    assert grpo_config(recipe, weights).reward_weights == [0.5, 1.0]
+    text = "3 + 4 = 7.\n#### The final answer is 7"
+    assert [f([text], final_answer=["7"]) for f in task.reward_functions(recipe.rewards)] == [[1.0], [1.0]]
+
+
+@pytest.mark.parametrize("name", ["cpu-default", "gsm8k-qwen2.5-0.5b-qlora", "code-cpu-smollm2", "keywords-cpu-smollm2",
+                                  "code-qwen2.5-coder-7b"])
+def test_builtin_recipes_keep_their_reward_scale(name):
+    from rlvr.tasks import get_task
+
+    recipe = load_recipe(name)
+    task = get_task(recipe.task_name, recipe.task_options)
+    expected = {"gsm8k": [0.5, 1.0], "arithmetic": [0.5, 1.0], "code": [1.0], "mbpp": [1.0], "keywords": [1.0]}
+    assert task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")) == expected[recipe.task_name]

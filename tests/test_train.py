@@ -36,6 +36,16 @@ def test_two_grpo_steps_train_and_save_an_adapter(tiny_model_dir, tmp_path):
     assert (result.adapter_dir / "adapter_model.safetensors").is_file()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["steps"] == 2 and len(summary["rewards"]) == 2
+    for logs in (entry for entry in result.log_history if "reward" in entry):  # raw components, weighted total
+        assert logs["reward"] == pytest.approx(0.5 * logs["rewards/format/mean"] + logs["rewards/correctness/mean"])
+
+
+def test_trl_applies_the_recipe_weights_once(tiny_model_dir, tmp_path):
+    from rlvr.training.run import build_trainer
+
+    trainer = build_trainer(tiny_recipe(tiny_model_dir, tmp_path / "out"), quiet=True)
+    assert trainer.reward_func_names == ["format", "correctness"]
+    assert trainer.reward_weights.tolist() == [0.5, 1.0]
 
 
 def test_merged_model_is_saved_on_request(tiny_model_dir, tmp_path):

@@ -234,11 +234,21 @@ def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:
     for reward in rewards:
         if not isinstance(reward, dict) or "name" not in reward:
             raise RlvrError(f"{where}: each reward needs a name, e.g. {{name: correctness, weight: 1.0}}.")
+        weight = reward.get("weight")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
+            raise RlvrError(f"{where}: reward '{reward['name']}' weight must be a number, got {weight!r}.")
     grpo = data.get("grpo") or {}
     if not isinstance(grpo, dict):
         raise RlvrError(f"{where}: 'grpo' must be a mapping of GRPOConfig fields.")
     check_keys(grpo, grpo_fields(), f"{where}: grpo (TRL GRPOConfig)")
     grpo = check_grpo_types(grpo, where)
+    if rewards and grpo.get("reward_weights") is not None:
+        from rlvr.rewards.base import reward_weights
+
+        try:  # weights in both places, or a count that does not match the rewards
+            reward_weights(rewards, grpo["reward_weights"])
+        except RlvrError as error:
+            raise RlvrError(f"{where}: {error}") from None
     return Recipe(
         name=str(data.get("name") or Path(where).stem),
         description=str(data.get("description") or ""),

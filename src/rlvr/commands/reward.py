@@ -89,6 +89,7 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.audit import PROBE_SETS, audit, render_table, verdict
     from rlvr.config import load_recipe
     from rlvr.rewards import REWARDS
+    from rlvr.rewards.base import reward_weights
     from rlvr.tasks.base import TASKS
 
     recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
@@ -98,7 +99,10 @@ def run_audit(args: argparse.Namespace) -> int:
         if name not in PROBE_SETS:
             raise RlvrError(f"no reward-hack probes for task '{name}'; tasks with probes: {', '.join(PROBE_SETS)}.")
         probe_set = PROBE_SETS[name]
+        grpo_weights = recipe.grpo.get("reward_weights") if recipe else None
         specs = recipe.rewards if recipe and recipe.rewards else _default_rewards(name, probe_set, TASKS)
+        if grpo_weights is not None and not (recipe and recipe.rewards):  # the recipe's weights replace the defaults'
+            specs = [{**spec, "weight": None} for spec in specs]
         if name == "keywords":
             specs = _with_task_rubric(specs, recipe.task_options if recipe and recipe.task_name == name else {})
             own = _custom_rubric(specs)
@@ -113,10 +117,7 @@ def run_audit(args: argparse.Namespace) -> int:
                   f"install (registered: {', '.join(REWARDS.names())}).\n")
             continue
         funcs = [_build(spec) for spec in specs]
-        weights = recipe.grpo.get("reward_weights") if recipe else None
-        if weights and len(weights) != len(funcs):
-            raise RlvrError(f"grpo.reward_weights has {len(weights)} values for {len(funcs)} rewards.")
-        result = audit(probe_set, funcs, weights)
+        result = audit(probe_set, funcs, reward_weights(specs, grpo_weights))
         print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
         print(render_table(result))
         print(verdict(result) + "\n")
@@ -159,4 +160,4 @@ def _custom_rubric(specs: list[dict[str, Any]]) -> str | None:
 def _build(spec: dict[str, Any]) -> Any:
     from rlvr.rewards.base import build_reward
 
-    return build_reward(spec["name"], {k: v for k, v in spec.items() if k != "name"})
+    return build_reward(spec["name"], {k: v for k, v in spec.items() if k not in ("name", "weight")})

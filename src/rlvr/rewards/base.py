@@ -7,8 +7,15 @@ per completion. Reward functions are pure and never raise on model output: a
 completion they cannot read scores 0.
 
 Recipes name rewards through :data:`REWARDS`, whose entries are *factories*:
-``REWARDS.get("format")(weight=0.5)`` returns the reward function. Factories
-take keyword parameters from the recipe, so weights and options are data.
+``REWARDS.get("correctness")(tolerance=1e-3)`` returns the reward function.
+Factories take keyword parameters from the recipe, so options are data.
+
+**Weights live in one place.** Reward functions return raw scores (format 0/1,
+correctness 0/1, code 0..1, keywords 0..1); the recipe's weights
+(``rewards[].weight``, else the factory's :func:`default_weight`, or
+``grpo.reward_weights``, never both) become TRL's ``GRPOConfig.reward_weights``,
+applied once by TRL. So ``rewards/<name>/mean`` in the logs is raw and
+``reward`` is the weighted total.
 """
 
 from __future__ import annotations
@@ -67,10 +74,52 @@ def named(name: str, func: RewardFunc) -> RewardFunc:
     return func
 
 
+def default_weight(weight: float) -> Callable[[RewardFactory], RewardFactory]:
+    """Declare the weight a reward gets when a recipe names it without one (TRL's default is 1.0)."""
+
+    def mark(factory: RewardFactory) -> RewardFactory:
+        factory.default_weight = weight  # type: ignore[attr-defined]
+        return factory
+
+    return mark
+
+
+def reward_weight(spec: dict[str, Any]) -> float:
+    """The weight of one recipe reward spec: its ``weight``, else the reward's default weight."""
+    if spec.get("weight") is None:
+        return float(getattr(REWARDS.get(spec["name"]), "default_weight", 1.0))
+    weight = spec["weight"]
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise RlvrError(f"reward '{spec['name']}' weight must be a number, got {weight!r}.")
+    return float(weight)
+
+
+def reward_weights(specs: Sequence[dict[str, Any]], grpo_weights: Sequence[float] | None = None) -> list[float]:
+    """The weights TRL applies to ``specs``' rewards: per-spec weights, or ``grpo.reward_weights`` (never both)."""
+    if grpo_weights is None:
+        return [reward_weight(spec) for spec in specs]
+    own = [spec["name"] for spec in specs if spec.get("weight") is not None]
+    if own:
+        raise RlvrError(
+            f"reward weights are set twice: rewards[].weight ({', '.join(own)}) and grpo.reward_weights; "
+            "keep one (rewards[].weight reads better)."
+        )
+    weights = list(grpo_weights)
+    if len(weights) != len(specs):
+        raise RlvrError(f"grpo.reward_weights has {len(weights)} values for {len(specs)} rewards "
+                        f"({', '.join(spec['name'] for spec in specs)}).")
+    return [float(w) for w in weights]
+
+
 def build_reward(name: str, params: dict[str, Any] | None = None) -> RewardFunc:
-    """Build the reward called ``name`` with recipe parameters, checking them."""
+    """Build the reward called ``name`` with recipe parameters, checking them. It returns raw scores."""
     factory = REWARDS.get(name)
     params = dict(params or {})
+    if "weight" in params:
+        raise RlvrError(
+            f"reward '{name}' returns raw scores: its weight goes to GRPOConfig.reward_weights "
+            "(see reward_weights(); a recipe's rewards[].weight does that), not to the reward function."
+        )
     accepted = inspect.signature(factory).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     unknown = [key for key in params if key not in accepted and not takes_any]

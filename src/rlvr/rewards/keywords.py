@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, named
+from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, default_weight, named
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
 from rlvr.verifiers.keywords import Judgement, judge
 
@@ -36,10 +36,9 @@ def rubric_for(row_value: Any, default: Rubric) -> Rubric:
 
 
 @REWARDS.register("keywords")
-def keywords_reward(
-    weight: float = 1.0, rubric: str | None = None, rubric_column: str = "rubric", semantic: bool | None = None
-) -> RewardFunc:
-    """``weight`` x the rubric score in [0, 1] (see :mod:`rlvr.verifiers.keywords`).
+@default_weight(1.0)
+def keywords_reward(rubric: str | None = None, rubric_column: str = "rubric", semantic: bool | None = None) -> RewardFunc:
+    """The rubric score in [0, 1] (see :mod:`rlvr.verifiers.keywords`); default weight 1.0.
 
     ``semantic`` switches the embedding check on or off, overriding the rubric's
     ``semantic.enabled``; None keeps the rubric's setting.
@@ -49,7 +48,7 @@ def keywords_reward(
     def keywords(completions: list[Any], **columns: Any) -> list[float]:
         rubrics = column(columns.get(rubric_column), len(completions))
         return [
-            weight * judge_completion(c, rubric_for(path, default), semantic).score
+            judge_completion(c, rubric_for(path, default), semantic).score
             for c, path in zip(completions, rubrics, strict=True)
         ]
 

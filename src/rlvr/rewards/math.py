@@ -1,13 +1,14 @@
 """Rewards for answers written as ``#### The final answer is N`` (GSM8K and arithmetic tasks).
 
-Defaults reproduce the published recipe's scale: format 0.5 + correctness 1.0.
+Raw scores are 0 or 1; the default weights reproduce the published recipe's scale:
+format 0.5 + correctness 1.0.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, named
+from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, default_weight, named
 from rlvr.verifiers.math import TOLERANCE, is_correct, parse_gold, read_answer
 
 
@@ -24,23 +25,25 @@ def correctness_score(text: str, gold: Any, tolerance: float = TOLERANCE) -> boo
 
 
 @REWARDS.register("format")
-def format_reward(weight: float = 0.5) -> RewardFunc:
-    """``weight`` when the completion has a well-formed answer line after some reasoning, else 0."""
+@default_weight(0.5)
+def format_reward() -> RewardFunc:
+    """1 when the completion has a well-formed answer line after some reasoning, else 0 (default weight 0.5)."""
 
     def format(completions: list[Any], **_: Any) -> list[float]:
-        return [weight if format_score(completion_text(c)) else 0.0 for c in completions]
+        return [1.0 if format_score(completion_text(c)) else 0.0 for c in completions]
 
     return named("format", format)
 
 
 @REWARDS.register("correctness")
-def correctness_reward(weight: float = 1.0, tolerance: float = TOLERANCE, answer_column: str = "final_answer") -> RewardFunc:
-    """``weight`` when the answer is within ``tolerance`` of the ``answer_column`` value, else 0."""
+@default_weight(1.0)
+def correctness_reward(tolerance: float = TOLERANCE, answer_column: str = "final_answer") -> RewardFunc:
+    """1 when the answer is within ``tolerance`` of the ``answer_column`` value, else 0 (default weight 1.0)."""
 
     def correctness(completions: list[Any], **columns: Any) -> list[float]:
         golds = column(columns.get(answer_column), len(completions))
         return [
-            weight if correctness_score(completion_text(c), gold, tolerance) else 0.0
+            1.0 if correctness_score(completion_text(c), gold, tolerance) else 0.0
             for c, gold in zip(completions, golds, strict=False)
         ]
 

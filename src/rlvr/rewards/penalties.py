@@ -1,23 +1,22 @@
 """Penalties for answers that skip the work.
 
-``reasoning_required`` gives a negative reward (default -0.5) to a completion
-whose answer line comes with no reasoning before it, e.g. a bare
-``#### The final answer is 18``. Correctness alone pays a guessed or memorised
+``reasoning_required`` scores -1 (raw) a completion whose answer line comes with
+no reasoning before it, e.g. a bare ``#### The final answer is 18``; its weight
+(default 0.5) makes that -0.5. Correctness alone pays a guessed or memorised
 answer as much as a worked one; this makes answering without reasoning cost
 more than it can earn from the format reward. Add it to a recipe's rewards::
 
     rewards:
       - {name: format, weight: 0.5}
       - {name: correctness, weight: 1.0}
-      - {name: reasoning_required, penalty: -0.5}
+      - {name: reasoning_required, weight: 0.5}
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlvr.errors import RlvrError
-from rlvr.rewards.base import REWARDS, RewardFunc, completion_text, named
+from rlvr.rewards.base import REWARDS, RewardFunc, completion_text, default_weight, named
 from rlvr.verifiers.math import find_answer_line
 
 
@@ -31,12 +30,11 @@ def skipped_reasoning(text: str, min_chars: int = 1) -> bool:
 
 
 @REWARDS.register("reasoning_required")
-def reasoning_required(penalty: float = -0.5, min_chars: int = 1) -> RewardFunc:
-    """``penalty`` (negative) for an answer line with under ``min_chars`` characters of reasoning before it, else 0."""
-    if penalty > 0:
-        raise RlvrError(f"reasoning_required penalty must be 0 or negative, got {penalty}.")
+@default_weight(0.5)
+def reasoning_required(min_chars: int = 1) -> RewardFunc:
+    """-1 for an answer line with under ``min_chars`` characters of reasoning before it, else 0 (default weight 0.5)."""
 
     def reasoning_required(completions: list[Any], **_: Any) -> list[float]:
-        return [penalty if skipped_reasoning(completion_text(c), min_chars) else 0.0 for c in completions]
+        return [-1.0 if skipped_reasoning(completion_text(c), min_chars) else 0.0 for c in completions]
 
     return named("reasoning_required", reasoning_required)

@@ -3,7 +3,7 @@
 GSM8K reference solutions carry calculator annotations, ``48/2 = <<48/2=24>>24``:
 the result of every intermediate step. ``intermediate_steps`` rewards the share
 of those results that appear as numbers in the completion's reasoning (the
-text before its answer line), times ``weight``. A completion that computes the
+text before its answer line), scaled by its weight. A completion that computes the
 right intermediate values earns some reward even when its final answer is
 wrong, which gives GRPO a gradient on problems the model cannot yet finish.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, named
+from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, default_weight, named
 from rlvr.verifiers.math import TOLERANCE, find_answer_line
 
 _ANNOTATION = re.compile(r"<<[^<>=]*=([^<>]*)>>")
@@ -69,15 +69,14 @@ def step_credit(text: str, reference: Any, max_numbers_per_step: int = 4, tolera
 
 
 @REWARDS.register("intermediate_steps")
-def intermediate_steps(
-    weight: float = 0.3, reference_column: str = "reference_solution", max_numbers_per_step: int = 4
-) -> RewardFunc:
-    """``weight`` x the share of the reference's ``<<a*b=c>>`` results that the reasoning contains."""
+@default_weight(0.3)
+def intermediate_steps(reference_column: str = "reference_solution", max_numbers_per_step: int = 4) -> RewardFunc:
+    """The share of the reference's ``<<a*b=c>>`` results that the reasoning contains (default weight 0.3)."""
 
     def intermediate_steps(completions: list[Any], **columns: Any) -> list[float]:
         references = column(columns.get(reference_column), len(completions))
         return [
-            weight * step_credit(completion_text(c), ref, max_numbers_per_step)
+            step_credit(completion_text(c), ref, max_numbers_per_step)
             for c, ref in zip(completions, references, strict=False)
         ]
 

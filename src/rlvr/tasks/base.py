@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 from rlvr.errors import RlvrError
 from rlvr.registry import Registry
-from rlvr.rewards.base import RewardFunc, build_reward
+from rlvr.rewards.base import RewardFunc, build_reward, reward_weights
 
 TASKS: Registry[type[Task]] = Registry("task")
 
@@ -131,20 +131,33 @@ class Task(abc.ABC):
         return None
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
-        """Build reward functions from recipe specs, or the task's defaults."""
+        """Reward functions (raw scores) from recipe specs, or the task's defaults; weights go to :meth:`reward_weights`."""
         specs = specs if specs else self.default_rewards
         funcs = []
         for spec in specs:
-            params = {k: v for k, v in spec.items() if k != "name"}
+            params = {k: v for k, v in spec.items() if k not in ("name", "weight")}
             funcs.append(build_reward(spec["name"], params))
         return funcs
 
-    def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None) -> list[dict[str, Any]]:
-        """Score ``{"completion": ..., <gold columns>}`` records: one dict of components + total each.
+    def reward_weights(self, specs: list[dict[str, Any]] | None = None, grpo_weights: list[float] | None = None) -> list[float]:
+        """The weights TRL applies (``GRPOConfig.reward_weights``) to :meth:`reward_functions` ``(specs)``.
 
-        Used by ``rlvr reward score``; tasks with richer verdicts override it.
+        Each spec's ``weight`` (else the reward's default), or ``grpo_weights``; setting both is an error.
         """
-        rewards = rewards or self.reward_functions()
+        if not specs:  # the task's defaults; grpo.reward_weights, when given, replaces their weights
+            specs = self.default_rewards if grpo_weights is None else [{**s, "weight": None} for s in self.default_rewards]
+        return reward_weights(specs, grpo_weights)
+
+    def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,
+                      weights: list[float] | None = None) -> list[dict[str, Any]]:
+        """Score ``{"completion": ..., <gold columns>}`` records: raw components and their weighted ``total``.
+
+        Used by ``rlvr reward score``; without ``rewards``, the task's default rewards and weights.
+        Tasks with richer verdicts override it.
+        """
+        if rewards is None:
+            rewards, weights = self.reward_functions(), self.reward_weights()
+        weights = weights if weights is not None else [1.0] * len(rewards)
         completions = [r.get("completion", "") for r in records]
         columns = _columns(records)
         results: list[dict[str, Any]] = [{} for _ in records]
@@ -152,7 +165,7 @@ class Task(abc.ABC):
             for result, value in zip(results, func(completions, **columns), strict=False):
                 result[func.__name__] = value
         for result in results:
-            result["total"] = sum(v for v in result.values() if isinstance(v, (int, float)))
+            result["total"] = sum(w * (result.get(f.__name__) or 0.0) for f, w in zip(rewards, weights, strict=True))
         return results
 
 

@@ -131,7 +131,7 @@ class CodeTask(Task):
             raise RlvrError(f"{self.dataset} split '{split}' is empty.")
         return Dataset.from_list(records)
 
-    def score_records(self, records: list[dict[str, Any]], rewards: Any = None) -> list[dict[str, Any]]:
+    def score_records(self, records: list[dict[str, Any]], rewards: Any = None, weights: Any = None) -> list[dict[str, Any]]:
         """``reward``, ``tests_passed``, ``tests_total`` and ``status`` per record (either test form)."""
         scorer = self._new_scorer()
         try:

@@ -96,10 +96,11 @@ class KeywordsTask(Task):
                 spec.setdefault("semantic", self.semantic)
         return super().reward_functions(specs)
 
-    def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None) -> list[dict[str, Any]]:
+    def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,
+                      weights: list[float] | None = None) -> list[dict[str, Any]]:
         """``{"reward": score, "explanation": {...}}`` per record; a record's ``rubric`` field overrides the task's."""
         if rewards:
-            return super().score_records(records, rewards)
+            return super().score_records(records, rewards, weights)
         default = self.default_rubric()
         results = []
         for record in records:

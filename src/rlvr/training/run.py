@@ -85,7 +85,8 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
     from rlvr.training.trainer import RlvrGRPOTrainer
 
     task = get_task(recipe.task_name, recipe.task_options)
-    reward_funcs = task.reward_functions(recipe.rewards)
+    reward_funcs = task.reward_functions(recipe.rewards)  # raw scores; TRL applies the weights once
+    weights = task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights"))
     dataset = task.load("train")
     if recipe.run.difficulty_filter:
         from rlvr.training.difficulty import apply_filter
@@ -95,7 +96,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
     tokenizer = load_tokenizer(model_path)
     # GRPOConfig first: under DeepSpeed ZeRO-3 it switches on zero.Init, so from_pretrained loads the
     # model already partitioned across processes instead of whole on every one.
-    args = grpo_config(recipe)
+    args = grpo_config(recipe, weights)
     model = load_model(model_path, recipe)
     _configure_tracking(recipe, args)
     trainer = RlvrGRPOTrainer(
@@ -136,11 +137,14 @@ def install_health(trainer: Any, recipe: Recipe, task: Any = None) -> None:
         trainer.add_callback(SampleCallback(trainer, run.sample_steps, run.sample_rows, task))
 
 
-def grpo_config(recipe: Recipe) -> Any:
+def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> Any:
+    """TRL's GRPOConfig from the recipe's ``grpo`` section; ``reward_weights``: the recipe's reward weights."""
     import torch
     from trl import GRPOConfig
 
     values = dict(recipe.grpo)
+    if reward_weights is not None:
+        values["reward_weights"] = list(reward_weights)
     on_cpu = not torch.cuda.is_available()
     if on_cpu:
         for precision in ("bf16", "fp16"):
