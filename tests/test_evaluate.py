@@ -133,7 +133,8 @@ def test_empty_data_is_refused(tmp_path):
 def test_records_carry_every_reward_component_and_the_verdict(data):
     records = score_canned(data)
     by_id = {r["id"]: r for r in records}
-    assert by_id["gsm8k-test-0"]["rewards"] == {"format": 0.5, "correctness": 1.0}
+    assert by_id["gsm8k-test-0"]["rewards"] == {"format": 1.0, "correctness": 1.0}  # raw components
+    assert by_id["gsm8k-test-0"]["reward"] == 1.5  # weighted total: format 0.5 + correctness 1.0
     assert by_id["gsm8k-test-0"]["correct"] is True
     assert by_id["gsm8k-test-0"]["extracted_answer"] == "7"
     assert by_id["gsm8k-test-2"]["correct"] is False

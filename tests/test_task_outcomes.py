@@ -152,3 +152,12 @@ def test_every_task_declares_how_it_is_judged():
 def test_outcome_is_json_ready():
     assert Outcome(True, 1.0, "7", "7", True).to_json() == {
         "correct": True, "score": 1.0, "answer": "7", "gold": "7", "well_formed": True, "details": {}}
+
+
+def test_the_next_question_marker_is_the_math_tasks_not_the_backends():
+    from rlvr.evaluation.backends import drop_suffixes
+
+    marker = get_task("gsm8k").stop_strings
+    assert marker == ["\nQuestion:"] and get_task("mbpp").stop_strings == [] and get_task("keywords").stop_strings == []
+    assert drop_suffixes("3 + 4 = 7.\n#### The final answer is 7\nQuestion:", marker) == "3 + 4 = 7.\n#### The final answer is 7"
+    assert drop_suffixes("print('Question:')\nQuestion:", []) == "print('Question:')\nQuestion:"

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     completions = sample_completions(
         model, tokenizer, [r["prompt"] for r in rows], args.samples, max_tokens, temperature, task.stop_patterns,
         batch_size=args.batch_size, seed=recipe.grpo.get("seed", 0), progress=True, top_p=recipe.grpo.get("top_p", 1.0),
+        stop_strings=task.stop_strings,
     )
     try:
         rates = pass_rates(task, rows, completions)

@@ -2,8 +2,9 @@
 
 Both take rendered prompt strings and return, per prompt, a list of
 :class:`Generation` (one for greedy decoding, ``n`` when sampling), each cut
-right after the task's answer line, so the two backends produce the same
-output format and are scored by the same reward functions.
+right after the task's answer line (``Task.stop_patterns``) and without a
+trailing marker of the next item (``Task.stop_strings``), so the two backends
+produce the same output format and are judged the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from typing import Any
 from rlvr.errors import RlvrError
 
 BACKENDS = ("auto", "hf", "vllm")
-#: Where a rambling model starts a new problem: vLLM stops on this string, and both backends drop it.
-NEXT_QUESTION = "\nQuestion:"
 
 
 @dataclass
@@ -80,7 +79,7 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, stop_patterns: Sequence[str], batch_size: int = 16,
-                 compact: bool = True):
+                 compact: bool = True, stop_strings: Sequence[str] = ()):
         from rlvr.evaluation.decoding import supports_compaction
         from rlvr.evaluation.stopping import AnswerStop
 
@@ -88,6 +87,7 @@ class HFBackend:
         self.tokenizer = tokenizer
         self.batch_size = max(1, batch_size)
         self.stop = AnswerStop(tokenizer, stop_patterns)
+        self.stop_strings = tuple(stop_strings)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         # Rows leave the batch when they stop (rlvr.evaluation.decoding); generate() where that cannot apply.
         self.compact = compact and supports_compaction(model)
@@ -154,7 +154,7 @@ class HFBackend:
         cut, stopped = self.stop.cut(ids)
         stopped = stopped or self.stop.eos_token_id in ids  # ended by the model itself, not the token limit
         body = [t for t in cut if t not in (self.pad_id, self.stop.eos_token_id)]
-        text = self.tokenizer.decode(body, skip_special_tokens=True).removesuffix(NEXT_QUESTION)
+        text = drop_suffixes(self.tokenizer.decode(body, skip_special_tokens=True), self.stop_strings)
         return Generation(text, len(body), stopped)
 
 
@@ -167,10 +167,12 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model_path: str, tokenizer: Any, stop_patterns: Sequence[str], adapter: str | None = None):
+    def __init__(self, model_path: str, tokenizer: Any, stop_patterns: Sequence[str], adapter: str | None = None,
+                 stop_strings: Sequence[str] = ()):
         from vllm import LLM
 
         self.tokenizer = tokenizer
+        self.stop_strings = tuple(stop_strings)
         self.patterns = [re.compile(p, re.MULTILINE) for p in stop_patterns]
         self.adapter = adapter
         self.llm = LLM(model=model_path, tokenizer=model_path, enable_lora=adapter is not None, max_lora_rank=64, seed=0)
@@ -183,7 +185,7 @@ class VLLMBackend:
             temperature=0.0 if sampling.greedy else sampling.temperature,
             top_p=1.0 if sampling.greedy else sampling.top_p,
             max_tokens=sampling.max_new_tokens,
-            stop=[NEXT_QUESTION],
+            stop=list(self.stop_strings) or None,
             seed=None if sampling.greedy else sampling.seed,
         )
         lora = None
@@ -201,8 +203,16 @@ class VLLMBackend:
         stopped = finish_reason == "stop"
         if ends:
             text, stopped = text[: min(ends)], True
-        text = text.removesuffix(NEXT_QUESTION)
+        text = drop_suffixes(text, self.stop_strings)
         return Generation(text, len(self.tokenizer(text, add_special_tokens=False)["input_ids"]), stopped)
+
+
+def drop_suffixes(text: str, suffixes: Sequence[str]) -> str:
+    """``text`` without a trailing stop string (a rambling row cut where the next item starts)."""
+    for suffix in suffixes:
+        if suffix and text.endswith(suffix):
+            return text[: -len(suffix)]
+    return text
 
 
 def warn(message: str) -> None:

@@ -114,9 +114,10 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
         if spec.adapter:
             adapter_config(spec.adapter)
         path = resolve_model(spec.model)
-        return VLLMBackend(path, load_tokenizer(path), task.stop_patterns, spec.adapter), path
+        return VLLMBackend(path, load_tokenizer(path), task.stop_patterns, spec.adapter, task.stop_strings), path
     model, tokenizer, path = load_for_eval(spec, config.dtype)
-    return HFBackend(model, tokenizer, task.stop_patterns, config.batch_size, config.compact_batches), path
+    return HFBackend(model, tokenizer, task.stop_patterns, config.batch_size, config.compact_batches,
+                     task.stop_strings), path
 
 
 # ----------------------------------------------------------------------------- the whole evaluation

@@ -81,6 +81,9 @@ class Task(abc.ABC):
     default_rewards: ClassVar[list[dict[str, Any]]] = []
     #: Regexes (``re.MULTILINE``) on generated text; generation of a row ends at the first match.
     stop_patterns: ClassVar[list[str]] = []
+    #: Literal text where a rambling completion starts the next item (the k-shot prompt's ``\nQuestion:``):
+    #: generation may stop on it (vLLM's ``stop``) and it is dropped from the end of the completion.
+    stop_strings: ClassVar[list[str]] = []
     #: The name of the task's accuracy metric (the share of completions judged correct).
     accuracy_name: ClassVar[str] = "accuracy"
     #: Whether the task has a ``shots`` option (exemplars before each question).

@@ -17,6 +17,8 @@ from rlvr.tasks.base import Outcome, Task
 from rlvr.verifiers.math import format_answer, read_answer
 
 GOLD_COLUMN = "final_answer"
+#: Where a rambling model starts the next problem of the k-shot format (also a stop pattern).
+NEXT_QUESTION = "\nQuestion:"
 
 
 class NumericAnswerTask(Task):
@@ -24,6 +26,7 @@ class NumericAnswerTask(Task):
 
     accuracy_name: ClassVar[str] = "accuracy"
     takes_shots: ClassVar[bool] = True
+    stop_strings: ClassVar[list[str]] = [NEXT_QUESTION]
     judged_by: ClassVar[str | None] = "correctness"
     #: The reward whose raw score > 0 means a well-formed answer line.
     formed_by: ClassVar[str] = "format"

@@ -51,6 +51,7 @@ def pass_rates(task: Any, rows: Sequence[dict[str, Any]], completions: Sequence[
 def sample_completions(
     model: Any, tokenizer: Any, prompts: Sequence[Any], samples: int, max_new_tokens: int, temperature: float,
     stop_patterns: Sequence[str] = (), batch_size: int = 16, seed: int = 0, progress: bool = False, top_p: float = 1.0,
+    stop_strings: Sequence[str] = (),
 ) -> list[list[str]]:
     """``samples`` completions per prompt (one when ``temperature`` is 0: greedy), each cut at the task's answer line.
 
@@ -63,7 +64,7 @@ def sample_completions(
 
     sampling = Sampling(1, 0.0, 1.0, max_new_tokens, seed) if temperature <= 0 else \
         Sampling(samples, temperature, top_p, max_new_tokens, seed)
-    backend = HFBackend(model, tokenizer, stop_patterns, batch_size)
+    backend = HFBackend(model, tokenizer, stop_patterns, batch_size, stop_strings=stop_strings)
     texts = render_prompts(prompts, tokenizer)
     with tqdm(total=len(texts), desc="sampling", unit="prompt", file=sys.stderr, disable=not progress) as bar:
         generations = backend.generate(texts, sampling, bar)

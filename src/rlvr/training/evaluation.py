@@ -70,7 +70,8 @@ class EvalCallback(TrainerCallback):
         start = time.time()
         trainer = self.trainer
         model = trainer.accelerator.unwrap_model(trainer.model)
-        backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size)
+        backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
+                            stop_strings=self.task.stop_strings)
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
         records = generate_and_score(backend, self.task, self.items, f"step {step}", self.task.shots, sampling, progress=False)
         stats = config_stats(f"step {step}", self.task.shots, records, [], 0)
