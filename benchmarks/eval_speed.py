@@ -1,12 +1,13 @@
 """Evaluation speed: the published notebook's loop vs ``rlvr eval``, on the same GSM8K test problems.
 
-Both sides use the same model, the same 8-shot prompts and the same strict
-verifier (the correctness reward). The notebook's way: one problem at a time,
+Both sides use the same model, the same 8-shot prompts and the same judge
+(the gsm8k task's ``judge``: the strict answer-line verifier). The notebook's way: one problem at a time,
 ``max_new_tokens=1024``, no stop strings, decode the new tokens only. rlvr's
 way: :func:`rlvr.evaluation.evaluate.evaluate` (batched, left-padded, sorted by length,
-each row stopped at its answer line and dropped from the batch then). With
-``--without-compaction`` rlvr also runs once with plain ``generate()`` (rows
-stopped but kept in the batch), to show what the compaction adds. Prints wall
+the k-shot prefix every prompt shares run once, each row stopped at its answer
+line and dropped from the batch then). With ``--without-compaction`` rlvr also
+runs once with plain ``generate()`` (rows stopped but kept in the batch, no
+shared prefix), to show what ``rlvr.evaluation.decoding`` adds. Prints wall
 and CPU times (on a shared machine CPU time is closer to the uncontended
 cost), the speed ratios and the accuracies.
 
@@ -20,7 +21,7 @@ import json
 import time
 
 from rlvr.evaluation.evaluate import EvalConfig, ModelSpec, evaluate, load_for_eval, load_items
-from rlvr.rewards.math import correctness_score
+from rlvr.tasks import get_task
 
 
 def notebook_way(model_ref: str, dataset, max_new_tokens: int) -> tuple[float, float, list[bool]]:
@@ -29,13 +30,14 @@ def notebook_way(model_ref: str, dataset, max_new_tokens: int) -> tuple[float, f
     start, cpu = time.time(), time.process_time()
     model, tokenizer, _ = load_for_eval(ModelSpec(model_ref))
     verdicts = []
+    task = get_task("gsm8k")
     for number, row in enumerate(dataset):
         inputs = tokenizer(row["prompt"], return_tensors="pt", add_special_tokens=False)
         with torch.no_grad():
             output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
                                     temperature=None, top_p=None, top_k=None, pad_token_id=tokenizer.pad_token_id)
         text = tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
-        verdicts.append(correctness_score(text, row["final_answer"]))
+        verdicts.append(task.judge([text], [row])[0].correct)
         print(f"  notebook way: problem {number + 1}/{len(dataset)}, {output.shape[1] - inputs['input_ids'].shape[1]} "
               f"new tokens, {time.time() - start:.0f} s so far", flush=True)
     return time.time() - start, time.process_time() - cpu, verdicts
