@@ -42,7 +42,7 @@ class ProbeSet:
     columns: dict[str, Any]
     probes: tuple[Probe, ...]
     #: The knob that usually brings down a hack that out-scores the honest wrong answer.
-    hint: str = "e.g. add {name: reasoning_required, penalty: -0.5}"
+    hint: str = "e.g. add {name: reasoning_required, weight: 0.5}"
 
 
 _GSM8K_QUESTION = (
