@@ -1,4 +1,5 @@
-"""The modules of src/rlvr import each other without a circle, and evaluation never imports training.
+"""The modules of src/rlvr import each other without a circle, evaluation never imports training, and only
+tasks (with the rewards they name) decide what "correct" means.
 
 Every import counts, including those inside functions (a deferred import hides a circle from Python,
 not from the design). ``from pkg import name`` counts as importing ``pkg.name`` when ``name`` is a
@@ -119,3 +120,27 @@ def test_evaluation_never_imports_training():
     leaks = {m: sorted(t for t in targets if t.startswith("rlvr.training"))
              for m, targets in graph.items() if m.startswith("rlvr.evaluation")}
     assert not {m: t for m, t in leaks.items() if t}
+
+
+def test_only_tasks_name_the_rewards_that_decide_correctness():
+    """No module outside tasks/ and rewards/ names a deciding reward as a string, or keeps a list of them."""
+    deciding = {"correctness", "code_execution", "keywords", "format"}
+    # The audit's probe sets and `rlvr reward audit` name the rewards they run, not what is correct.
+    allowed = {"rlvr.audit", "rlvr.commands.reward"}
+    offenders = []
+    for name, path in module_names().items():
+        if name.startswith(("rlvr.tasks", "rlvr.rewards")) or name in allowed:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in deciding and not _is_path_part(node, tree):
+                offenders.append(f"{name}:{node.lineno}: {node.value!r}")
+            if isinstance(node, ast.Name) and node.id in ("ACCURACY_REWARDS", "FORMAT_REWARDS", "CORRECTNESS"):
+                offenders.append(f"{name}:{node.lineno}: {node.id}")
+    assert offenders == []
+
+
+def _is_path_part(constant: ast.Constant, tree: ast.AST) -> bool:
+    """A string joined into a filesystem path (``... / "keywords" / ...``), not a reward name."""
+    return any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and constant in (node.left, node.right)
+               for node in ast.walk(tree))

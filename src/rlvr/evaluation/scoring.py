@@ -3,7 +3,7 @@
 Whether a completion is correct, its score, the answer extracted from it and the gold are the task's
 verdict (:meth:`rlvr.tasks.base.Task.judge`: math the answer verifier, code every test passing in the
 sandbox, keywords full rubric credit). The task's reward functions run too, so each record also shows
-what training would have paid for it, component by component. Only the completion is scored, never
+what training would have paid for it: the raw components and their weighted total. Only the completion is scored, never
 the prompt.
 """
 
@@ -43,6 +43,7 @@ def score(task: Any, rows: Sequence[Mapping[str, Any]], completions: Sequence[An
         return []
     outcomes = task.judge(list(completions), list(rows))
     components = reward_components(task, rows, completions)
+    weights = dict(zip(components, task.reward_weights(), strict=True))
     records = []
     for index, (row, completion, outcome) in enumerate(zip(rows, completions, outcomes, strict=True)):
         parts = {name: values[index] for name, values in components.items()}
@@ -61,7 +62,7 @@ def score(task: Any, rows: Sequence[Mapping[str, Any]], completions: Sequence[An
             "score": float(outcome.score),
             "well_formed": outcome.well_formed,
             "rewards": parts,
-            "reward": sum(parts.values()),
+            "reward": sum(weights[name] * value for name, value in parts.items()),  # weighted as in training
             "details": outcome.details,
             "completion_tokens": info.get("completion_tokens"),
             "stopped": info.get("stopped"),
