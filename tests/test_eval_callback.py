@@ -56,3 +56,30 @@ def test_training_evaluates_before_every_n_steps_and_at_the_end(tmp_path):
     assert all("reward" in entry for entry in result.log_history if entry.get("step") in (1, 2, 3) and "loss" in entry)
     assert (tmp_path / "out" / "eval_samples.jsonl").is_file()
     assert "before (step 0)" in before_after_table(result.evaluations)
+
+
+def test_a_code_recipe_evaluates_during_training_by_pass_at_1(tmp_path):
+    """Code tasks take no exemplars: the in-training evaluation must not ask for shots (it used to crash)."""
+    import json
+
+    from rlvr.training.run import train
+
+    rows = [{"task_id": task_id, "text": f"Write add{task_id}(a, b) returning a + b.",
+             "test_list": [f"assert add{task_id}(1, 2) == 3", f"assert add{task_id}(0, 0) == 0"]}
+            for task_id in (511, 512, 601, 602, 603, 604)]
+    data = tmp_path / "mbpp.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    model = build_tiny_model(tmp_path / "tiny")
+    recipe = recipe_from_dict({
+        "name": "tiny-code-eval",
+        "model": {"name_or_path": str(model), "dtype": "float32", "lora": False},
+        "task": {"name": "mbpp", "data": str(data), "timeout": 2.0},
+        "rewards": [{"name": "code_execution", "timeout": 2.0, "workers": 1}],
+        "grpo": {"max_steps": 1, "per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 4,
+                 "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": 0},
+        "run": {"output_dir": str(tmp_path / "out"), "eval_items": 2, "eval_max_new_tokens": 4},
+    })
+    result = train(recipe, quiet=True)
+    assert [e["step"] for e in result.evaluations] == [0, 1]
+    assert all(e["n"] == 2 and e["shots"] is None and e["accuracy_name"] == "pass@1" for e in result.evaluations)
+    assert "pass@1 [95% CI]" in before_after_table(result.evaluations)

@@ -73,8 +73,10 @@ class EvalCallback(TrainerCallback):
         backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                             stop_strings=self.task.stop_strings)
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
-        records = generate_and_score(backend, self.task, self.items, f"step {step}", self.task.shots, sampling, progress=False)
-        stats = config_stats(f"step {step}", self.task.shots, records, [], 0)
+        shots = self.task.shots if self.task.takes_shots else None  # code and keyword tasks take no exemplars
+        records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
+        stats = config_stats(f"step {step}", shots, records, [], 0)
+        stats["accuracy_name"] = self.task.accuracy_name
         seconds = time.time() - start
         evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
                       "verdicts": {r["id"]: r["correct"] for r in records}}
@@ -86,7 +88,7 @@ class EvalCallback(TrainerCallback):
     def _log(self, step: int, stats: dict[str, Any], seconds: float) -> None:
         trainer = self.trainer
         if trainer.accelerator.is_main_process:
-            print(f"eval step {step}: accuracy {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
+            print(f"eval step {step}: {stats['accuracy_name']} {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
                   f"format {_share(stats['format_rate'])}, {seconds:.0f} s", flush=True)
         metrics = {"eval/accuracy": stats["accuracy"], "eval/format_rate": stats["format_rate"],
                    "eval/mean_completion_tokens": stats["mean_completion_tokens"], "eval/seconds": seconds}
@@ -120,11 +122,12 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
 
     rows = [
         ("", f"before (step {first['step']})", f"after (step {last['step']})"),
-        ("accuracy [95% CI]", accuracy(first), accuracy(last)),
+        (f"{first.get('accuracy_name', 'accuracy')} [95% CI]", accuracy(first), accuracy(last)),
         ("format rate", _share(first["format_rate"]), _share(last["format_rate"])),
         ("mean tokens", f"{first['mean_completion_tokens']:.0f}", f"{last['mean_completion_tokens']:.0f}"),
     ]
-    lines = [f"Held-out evaluation: {first['n']} {first['split']} items, greedy, {first['shots']}-shot"]
+    shots = f", {first['shots']}-shot" if first.get("shots") is not None else ""
+    lines = [f"Held-out evaluation: {first['n']} {first['split']} items, greedy{shots}"]
     lines += [f"  {a:<18} {b:>22} {c:>22}" for a, b, c in rows]
     lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
                  f"McNemar exact p = {mcnemar_exact(only_before, only_after):.3g}")
