@@ -38,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-train-split", action="store_true", help="allow --split train (flagged in the report)")
     parser.add_argument("--limit", type=int, help="evaluate the first N items of the split (default: all)")
     parser.add_argument("--data", help="task data: a directory with train.jsonl/test.jsonl, or a JSONL file")
-    parser.add_argument("--exemplars", choices=["builtin", "train"], help="where shot exemplars come from (gsm8k)")
+    parser.add_argument("--exemplars", metavar="builtin|train|FILE.jsonl",
+                        help="where shot exemplars come from (gsm8k): built-in, the train split, or a JSONL file with "
+                        "question, reasoning, answer per line (in file order)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="other task option, e.g. chat=true (repeatable)")
     parser.add_argument("--samples", type=int, default=0, metavar="K",

@@ -20,6 +20,7 @@ from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
+    check_exemplar_order,
     check_shots,
     choose_exemplars,
     render_chat,
@@ -47,6 +48,8 @@ class ArithmeticTask(NumericAnswerTask):
     test_size: int = 200
     #: Exemplars before each question (0-8), generated from their own stream.
     shots: int = 4
+    #: "per_row": each row draws its own exemplars (seeded); "fixed": every row gets the first `shots` in order.
+    exemplar_order: str = "per_row"
     seed: int = 42
     chat: bool = False
     limit: int | None = None
@@ -57,6 +60,7 @@ class ArithmeticTask(NumericAnswerTask):
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
+        check_exemplar_order(self.exemplar_order)
         for name in ("train_size", "validation_size", "test_size"):
             if getattr(self, name) < 1:
                 raise RlvrError(f"arithmetic {name} must be a positive integer.")
@@ -72,7 +76,7 @@ class ArithmeticTask(NumericAnswerTask):
         pool = self.exemplar_pool()
         records = []
         for index, item in enumerate(items):
-            shots = choose_exemplars(pool, self.shots, self.seed, index)
+            shots = choose_exemplars(pool, self.shots, self.seed, index, self.exemplar_order)
             question = item["question"]
             prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots)
             records.append(

@@ -1,6 +1,16 @@
-"""The 8 built-in GSM8K-style exemplars (written for rlvr; same topics and answers as the published recipe)."""
+"""The 8 built-in GSM8K-style exemplars (written for rlvr; same topics and answers as the published recipe),
+and exemplars read from a JSONL file."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlvr.errors import RlvrError
+from rlvr.jsonl import read_jsonl
 from rlvr.tasks.prompts import Exemplar
+
+#: The fields of an exemplar file's lines.
+FILE_FIELDS = ("question", "reasoning", "answer")
 
 BUILTIN_EXEMPLARS = [
     Exemplar(
@@ -47,3 +57,24 @@ BUILTIN_EXEMPLARS = [
         "15",
     ),
 ]
+
+
+def load_exemplars(path: str | Path) -> list[Exemplar]:
+    """Exemplars from a JSONL file, one ``{"question", "reasoning", "answer"}`` object per line, in file order.
+
+    Texts are used as written: each renders as ``Question: {question}`` / ``Solution: Let's think step by step.
+    {reasoning}`` / ``#### The final answer is {answer}``.
+    """
+    records = read_jsonl(path, required=FILE_FIELDS)
+    exemplars = []
+    for number, record in enumerate(records, start=1):
+        values = []
+        for key in FILE_FIELDS:
+            value = record[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
+                raise RlvrError(f"{path}: exemplar {number}: '{key}' must be non-empty text (or a number for answer).")
+            if key != "answer" and not isinstance(value, str):
+                raise RlvrError(f"{path}: exemplar {number}: '{key}' must be text.")
+            values.append(str(value))
+        exemplars.append(Exemplar(*values))
+    return exemplars

@@ -19,11 +19,12 @@ from typing import Any
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 from rlvr.tasks.base import TASKS, check_split
-from rlvr.tasks.exemplars import BUILTIN_EXEMPLARS
+from rlvr.tasks.exemplars import BUILTIN_EXEMPLARS, load_exemplars
 from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
+    check_exemplar_order,
     check_shots,
     choose_exemplars,
     render_chat,
@@ -59,8 +60,12 @@ class GSM8KTask(NumericAnswerTask):
     data: str = HUB_ID
     #: Number of exemplars before each question (0-8).
     shots: int = 8
-    #: Where exemplars come from: "builtin" (the 8 written for rlvr) or "train" (drawn from the train split).
+    #: Where exemplars come from: "builtin" (the 8 written for rlvr), "train" (drawn from the train split), or a
+    #: JSONL file with question, reasoning, answer per line (used in file order).
     exemplars: str = "builtin"
+    #: "per_row": each row draws its own exemplars (seeded) when shots < 8; "fixed": every row gets the first
+    #: `shots` exemplars in order (the published prompt, built once for the whole dataset).
+    exemplar_order: str = "per_row"
     #: Seed for exemplar sampling and the train/validation split.
     seed: int = 42
     #: Share of GSM8K's train split held out as validation.
@@ -76,8 +81,12 @@ class GSM8KTask(NumericAnswerTask):
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
-        if self.exemplars not in ("builtin", "train"):
-            raise RlvrError(f"gsm8k exemplars must be 'builtin' or 'train', got {self.exemplars!r}.")
+        check_exemplar_order(self.exemplar_order)
+        if self.exemplars not in ("builtin", "train") and not Path(str(self.exemplars)).expanduser().is_file():
+            raise RlvrError(
+                f"gsm8k exemplars must be 'builtin', 'train' or a JSONL file (question, reasoning, answer per line); "
+                f"no such file: {self.exemplars!r}."
+            )
         if not 0 < self.validation_fraction < 1:
             raise RlvrError("gsm8k validation_fraction must lie strictly between 0 and 1.")
         if self.limit is not None and self.limit < 1:
@@ -113,7 +122,7 @@ class GSM8KTask(NumericAnswerTask):
         except (KeyError, TypeError, ValueError):
             raise RlvrError(f"gsm8k row {index} of split '{split}' has no 'answer' ending in a '#### N' line.") from None
         question = str(row["question"]).strip()
-        shots = choose_exemplars(pool, self.shots, self.seed, index)
+        shots = choose_exemplars(pool, self.shots, self.seed, index, self.exemplar_order)
         prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots)
         return {
             "id": f"gsm8k-{split}-{index}",
@@ -126,6 +135,11 @@ class GSM8KTask(NumericAnswerTask):
     def _exemplar_pool(self) -> list[Exemplar]:
         if self.exemplars == "builtin" or self.shots == 0:
             return BUILTIN_EXEMPLARS
+        if self.exemplars != "train":
+            pool = load_exemplars(Path(self.exemplars).expanduser())
+            if self.shots > len(pool):
+                raise RlvrError(f"gsm8k shots={self.shots} but {self.exemplars} holds {len(pool)} exemplars.")
+            return pool
         # Drawn from the training portion only, never from validation or test.
         rows = self.rows("train")
         picks = random.Random(f"exemplars:{self.seed}").sample(rows, min(8, len(rows)))

@@ -21,6 +21,9 @@ MAX_SHOTS = 8
 COT_LEAD = "Let's think step by step."
 #: Generation of a row stops once its first answer line is complete, or when it starts a new question.
 STOP_PATTERNS = [r"^[ \t]*####[^\n]*\n", r"\nQuestion:"]
+#: How rows get their exemplars: "per_row" draws each row's own subset (seeded) when shots < pool size;
+#: "fixed" gives every row the first ``shots`` exemplars of the pool, in pool order (the published prompt).
+EXEMPLAR_ORDERS = ("per_row", "fixed")
 
 
 @dataclass(frozen=True)
@@ -66,11 +69,18 @@ def check_shots(shots: int) -> int:
     return shots
 
 
-def choose_exemplars(pool: list[Exemplar], shots: int, seed: int, index: int) -> list[Exemplar]:
-    """``shots`` exemplars for row ``index``: reproducible from ``seed``, in pool order."""
+def check_exemplar_order(order: str) -> str:
+    if order not in EXEMPLAR_ORDERS:
+        raise RlvrError(f"exemplar_order must be one of {', '.join(EXEMPLAR_ORDERS)}, got {order!r}.")
+    return order
+
+
+def choose_exemplars(pool: list[Exemplar], shots: int, seed: int, index: int, order: str = "per_row") -> list[Exemplar]:
+    """``shots`` exemplars for row ``index``, in pool order: the first ``shots`` for every row when ``order`` is
+    "fixed", else a subset drawn for this row, reproducible from ``seed``."""
     check_shots(shots)
-    if shots >= len(pool):
-        return list(pool)
+    if check_exemplar_order(order) == "fixed" or shots >= len(pool):
+        return list(pool[:shots])
     rng = random.Random(f"{seed}:{index}")
     chosen = sorted(rng.sample(range(len(pool)), shots))
     return [pool[i] for i in chosen]
