@@ -51,12 +51,17 @@ class ModelConfig:
     quantization_fallback: str = "lora"
     #: Attention implementation passed to transformers (e.g. sdpa, flash_attention_2); None: default.
     attn_implementation: str | None = None
+    #: 'chatml': what trl 0.18's setup_chat_format did in the published code (ChatML template, <|im_end|> as the
+    #: end and padding token); prompts stay plain text unless task.chat. None: the tokenizer as it comes.
+    chat_format: str | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise RlvrError(f"model.dtype must be auto, float32, bfloat16 or float16, got {self.dtype!r}.")
         if self.quantization_fallback not in ("lora", "error"):
             raise RlvrError("model.quantization_fallback must be 'lora' or 'error'.")
+        if self.chat_format is not None and self.chat_format != "chatml":
+            raise RlvrError(f"model.chat_format must be chatml or null, got {self.chat_format!r}.")
         if self.load_in_4bit and not self.lora:
             raise RlvrError("model.load_in_4bit needs model.lora: true (a 4-bit base model cannot be trained in full).")
 
@@ -100,11 +105,27 @@ class RunConfig:
     advantage_clip: float | None = None
     #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
     difficulty_filter: str | None = None
+    #: Training rollouts stop at the task's answer line; false: only at EOS or grpo.max_completion_length (plain TRL).
+    stop_at_answer: bool = True
+    #: Keep only the last N tokens of each training prompt (cut from the left, as trl 0.18's max_prompt_length,
+    #: default 512, did); None: whole prompts.
+    max_prompt_tokens: int | None = None
+    #: `rlvr experiment`: shot counts evaluated for the base and the trained model.
+    sweep_shots: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 4, 8])
+    #: `rlvr experiment`: first N test items evaluated at every shot count (the same items for both models).
+    sweep_items: int = 200
 
     def __post_init__(self) -> None:
         if self.eval_split not in ("validation", "test"):
             raise RlvrError(f"run.eval_split must be validation or test (never train), got {self.eval_split!r}.")
-        for name, least in (("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1), ("eval_batch_size", 1)):
+        if self.max_prompt_tokens is not None and (not isinstance(self.max_prompt_tokens, int) or self.max_prompt_tokens < 1):
+            raise RlvrError(f"run.max_prompt_tokens must be a positive integer or null, got {self.max_prompt_tokens!r}.")
+        if not isinstance(self.sweep_shots, list) or not self.sweep_shots or any(
+            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in self.sweep_shots
+        ):
+            raise RlvrError(f"run.sweep_shots must be a non-empty list of shot counts 0-8, got {self.sweep_shots!r}.")
+        for name, least in (("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1), ("eval_batch_size", 1),
+                            ("sweep_items", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")

@@ -15,11 +15,13 @@ The cache lives in ``$RLVR_CACHE`` (default ``~/.cache/rlvr``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,25 +178,63 @@ def _not_found(model_path: str) -> str:
 
 
 def load_model(model_path: str, recipe: Recipe) -> Any:
-    import torch
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {"dtype": _dtype(recipe.model.dtype)}
-    if recipe.model.attn_implementation:
-        kwargs["attn_implementation"] = recipe.model.attn_implementation
-    if recipe.model.load_in_4bit and _four_bit_available(recipe):
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16,
-        )
+    four_bit = recipe.model.load_in_4bit and _four_bit_available(recipe)
+    kwargs = model_kwargs(recipe.model, four_bit=four_bit, zero3=deepspeed_zero3())
     try:
         return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
     except OSError:
         raise RlvrError(_not_found(model_path)) from None
+
+
+def model_kwargs(model: Any, four_bit: bool, zero3: bool) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments for a recipe's ``model`` section."""
+    dtype = _dtype(model.dtype)
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if model.attn_implementation:
+        kwargs["attn_implementation"] = model.attn_implementation
+    if four_bit:
+        kwargs["quantization_config"] = quantization_config(dtype, zero3)
+    return kwargs
+
+
+def quantization_config(compute_dtype: Any, zero3: bool) -> Any:
+    """QLoRA's NF4 4-bit config, computing in ``compute_dtype``.
+
+    Under DeepSpeed ZeRO-3 the 4-bit weights are also *stored* in ``compute_dtype``
+    (``bnb_4bit_quant_storage``): ZeRO-3 partitions every parameter as a flat tensor of
+    the model's floating dtype and cannot shard the default uint8 storage, so without it
+    the quantized weights stay whole on every process or fail to load. The packed values
+    are the same; only the container dtype changes.
+    """
+    from transformers import BitsAndBytesConfig
+
+    options: dict[str, Any] = {
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": True,
+        "bnb_4bit_compute_dtype": compute_dtype,
+    }
+    if zero3:
+        options["bnb_4bit_quant_storage"] = compute_dtype
+    return BitsAndBytesConfig(**options)
+
+
+def deepspeed_zero3(env: Any = None) -> bool:
+    """Whether this process trains under DeepSpeed ZeRO-3.
+
+    transformers knows once a TrainingArguments with a ZeRO-3 config exists (rlvr builds
+    the GRPOConfig before loading the model); ``accelerate launch`` with a ZeRO-3 config
+    also says so in the environment.
+    """
+    env = os.environ if env is None else env
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if is_deepspeed_zero3_enabled():
+        return True
+    use_deepspeed = str(env.get("ACCELERATE_USE_DEEPSPEED", "")).lower() in ("1", "true", "yes")
+    return use_deepspeed and str(env.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "")) == "3"
 
 
 def _dtype(name: str) -> Any:
@@ -233,3 +273,104 @@ def lora_config(recipe: Recipe) -> Any:
         modules_to_save=m.lora_modules_to_save,
         task_type="CAUSAL_LM",
     )
+
+
+# ----------------------------------------------------------------------------- chat format
+
+
+CHATML = {"bos": "<|im_start|>", "eos": "<|im_end|>"}
+#: The ChatML template trl 0.18's ``setup_chat_format`` installed (trl/models/utils.py, ChatMlSpecialTokens).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}"
+    "{% endif %}"
+)
+CHAT_FORMATS = ("chatml",)
+
+
+def apply_chat_format(model: Any, tokenizer: Any, name: str) -> None:
+    """What trl 0.18's ``setup_chat_format(model, tokenizer)`` did to a base model (the published code called it).
+
+    The tokenizer gets the ChatML template, ``<|im_start|>`` becomes its BOS token and
+    ``<|im_end|>`` its EOS and padding token (added as special tokens if new); the model's
+    config and generation config take the same ids, so generation ends at ``<|im_end|>``.
+    Prompts are not changed: trl 0.18 applied the template only to conversational
+    (message-list) prompts, and the published prompts were plain text. One departure: trl
+    0.18 also resized the embedding table to exactly ``len(tokenizer)`` (shrinking Qwen2.5's
+    padded table from 151,936 to 151,665 rows); here it only grows when tokens were added,
+    which changes no real token's embedding.
+    """
+    if name not in CHAT_FORMATS:
+        raise RlvrError(f"model.chat_format must be one of {', '.join(CHAT_FORMATS)}, got {name!r}.")
+    tokenizer.chat_template = None
+    tokenizer.eos_token = CHATML["eos"]
+    tokenizer.pad_token = CHATML["eos"]
+    tokenizer.bos_token = CHATML["bos"]
+    tokenizer.add_special_tokens({"additional_special_tokens": [CHATML["bos"], CHATML["eos"]]})
+    tokenizer.chat_template = CHATML_TEMPLATE
+    fit_model_to_tokenizer(model, tokenizer)
+
+
+def fit_model_to_tokenizer(model: Any, tokenizer: Any) -> None:
+    """Grow the embeddings to the tokenizer's size if needed; give config and generation config its special ids."""
+    if len(tokenizer) > model.get_input_embeddings().weight.shape[0]:
+        model.resize_token_embeddings(len(tokenizer))
+    for config in (getattr(model, "config", None), getattr(model, "generation_config", None)):
+        if config is not None:
+            config.pad_token_id = tokenizer.pad_token_id
+            config.bos_token_id = tokenizer.bos_token_id
+            config.eos_token_id = tokenizer.eos_token_id
+
+
+# ----------------------------------------------------------------------------- merging
+
+
+def merge_adapter(adapter_dir: str | Path, base_reference: str, dtype: str, output_dir: str | Path,
+                  chat_format: str | None = None) -> Path:
+    """Merge a saved LoRA adapter into a freshly loaded copy of its base model at full precision; save it.
+
+    Not into the model that was trained: under QLoRA its base weights are 4-bit, so merging
+    either rounds the LoRA update into NF4 or needs a lossy dequantization first, and under
+    DeepSpeed ZeRO-3 its parameters are partitioned across processes. The fresh base loads
+    in ``dtype`` (the checkpoint's own precision with ``auto`` on a GPU, float32 on CPU),
+    without quantization and outside ZeRO-3's partitioned initialisation.
+    """
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    adapter_dir, output_dir = Path(adapter_dir), Path(output_dir)
+    base_path = resolve_model(base_reference)
+    has_tokenizer = (adapter_dir / "tokenizer_config.json").is_file()
+    tokenizer = load_tokenizer(str(adapter_dir) if has_tokenizer else base_path)
+    with _zero3_init_disabled():
+        try:
+            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=_dtype(dtype))
+        except OSError:
+            raise RlvrError(_not_found(base_path)) from None
+        if chat_format:
+            fit_model_to_tokenizer(base, tokenizer)
+        merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    merged.save_pretrained(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    return output_dir
+
+
+@contextlib.contextmanager
+def _zero3_init_disabled() -> Iterator[None]:
+    """Load a whole model in this process even while a ZeRO-3 config is registered with transformers.
+
+    Only the main process merges; a ZeRO-3 partitioned ``from_pretrained`` would wait for
+    the other processes forever. transformers keeps the registered config in a module
+    global (``_hf_deepspeed_config_weak_ref``); it is cleared for the load and restored.
+    """
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    saved = getattr(hf_deepspeed, "_hf_deepspeed_config_weak_ref", None)
+    hf_deepspeed.unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved

@@ -78,7 +78,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
 
-    from rlvr.models import load_model, load_tokenizer, lora_config, resolve_model
+    from rlvr.models import apply_chat_format, load_model, load_tokenizer, lora_config, resolve_model
     from rlvr.tasks import get_task
     from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
     from rlvr.training.evaluation import EvalCallback
@@ -98,6 +98,8 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
     # model already partitioned across processes instead of whole on every one.
     args = grpo_config(recipe, weights)
     model = load_model(model_path, recipe)
+    if recipe.model.chat_format:
+        apply_chat_format(model, tokenizer, recipe.model.chat_format)
     _configure_tracking(recipe, args)
     trainer = RlvrGRPOTrainer(
         model=model,
@@ -106,9 +108,10 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora_config(recipe) if recipe.model.lora else None,
-        stop_patterns=task.stop_patterns if stop_at_answer else None,
+        stop_patterns=task.stop_patterns if stop_at_answer and recipe.run.stop_at_answer else None,
         controls=controls_from(recipe),
         task=task,
+        max_prompt_tokens=recipe.run.max_prompt_tokens,
     )
     install_health(trainer, recipe, task)
     trainer.add_callback(SharedPromptCallback(trainer))
@@ -217,10 +220,12 @@ def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None
         trainer.processing_class.save_pretrained(str(adapter_dir))
     merged_dir = None
     if recipe.run.merge_adapter and recipe.model.lora and trainer.accelerator.is_main_process:
-        merged_dir = output_dir / "merged"
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        model.merge_and_unload().save_pretrained(str(merged_dir))
-        trainer.processing_class.save_pretrained(str(merged_dir))
+        from rlvr.models import merge_adapter
+
+        # Into a fresh full-precision base, never the trained model (4-bit under QLoRA, sharded under ZeRO-3).
+        model = recipe.model
+        merged_dir = merge_adapter(adapter_dir, model.name_or_path, model.dtype, output_dir / "merged", model.chat_format)
+    trainer.accelerator.wait_for_everyone()
     return adapter_dir, merged_dir
 
 

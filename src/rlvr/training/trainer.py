@@ -53,10 +53,11 @@ class RlvrGRPOTrainer(TrlHooks):
 
     def __init__(
         self, *args: Any, stop_patterns: list[str] | None = None, controls: Controls | None = None,
-        task: Any = None, **kwargs: Any
+        task: Any = None, max_prompt_tokens: int | None = None, **kwargs: Any
     ):
         super().__init__(*args, **kwargs)
         self.task = task  # judges health accuracy from the reward components (rlvr.tasks.base.Task)
+        self.max_prompt_tokens = max_prompt_tokens
         self.answer_stop = AnswerStop(self.processing_class, stop_patterns) if stop_patterns else None
         if self.answer_stop is not None:
             self.answer_stop.eos_token_id = self.eos_token_ids[0]
@@ -112,6 +113,14 @@ class RlvrGRPOTrainer(TrlHooks):
             yield
         finally:
             self._timings[name] += time.perf_counter() - start
+
+    def tokenize_prompts(self, trl: Callable[[], Any]) -> Any:
+        """TRL's tokenization, then each prompt cut to its last ``max_prompt_tokens`` tokens (trl 0.18's
+        ``max_prompt_length``: the same left truncation, for generation and the loss)."""
+        prompt_ids, *rest = trl()
+        if self.max_prompt_tokens:
+            prompt_ids = [list(ids)[-self.max_prompt_tokens :] for ids in prompt_ids]
+        return (prompt_ids, *rest)
 
     def generate_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("generation"):

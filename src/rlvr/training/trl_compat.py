@@ -63,6 +63,7 @@ KNOWN_KEYS = frozenset(LEFT_PADDED + RIGHT_PADDED + ROW_KEYS + BATCH_KEYS + MULT
 
 # Private methods rlvr hooks, with the parameters it passes them.
 HOOKED = {
+    "_tokenize_prompts": ("prompts",),
     "_generate": ("prompts",),
     "_calculate_rewards": ("inputs", "prompts", "completions", "completion_ids_list"),
     "_generate_single_turn": ("prompt_ids", "images", "multimodal_fields", "num_generations"),
@@ -149,6 +150,9 @@ class TrlHooks(GRPOTrainer):
 
     # --- private methods -> hooks --------------------------------------------------------------------------------
 
+    def _tokenize_prompts(self, prompts):  # noqa: ANN001, ANN202
+        return self.tokenize_prompts(partial(super()._tokenize_prompts, prompts))
+
     def _generate(self, prompts):  # noqa: ANN001, ANN202
         return self.generate_rollouts(partial(super()._generate, prompts))
 
@@ -174,6 +178,10 @@ class TrlHooks(GRPOTrainer):
                                 extra, trl_logps)
 
     # --- hooks (TRL's behaviour unless a subclass overrides them) ----------------------------------------------
+
+    def tokenize_prompts(self, trl: Callable[[], Any]) -> Any:
+        """(prompt ids per row, images, multimodal fields) for a rollout's prompts, chat templates applied."""
+        return trl()
 
     def generate_rollouts(self, trl: Callable[[], Any]) -> Any:
         """One rollout's generation (tokenizing, turns, tools, decoding, length metrics)."""
