@@ -46,7 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--samples", type=int, default=0, metavar="K",
                         help="also draw K samples per item for sampled pass@1 and pass@k (default: greedy only)")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature for --samples (default 0.8)")
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation limit per completion (default 256)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="generation limit per completion (default 256; 1024 with --decoding published)")
+    parser.add_argument("--scoring", default="strict", choices=["strict", "published"],
+                        help="published: also score each completion as the published notebook did (last integer of "
+                        "prompt + completion, compared as a string) and report both accuracies (default: strict only)")
+    parser.add_argument("--decoding", default="strict", choices=["strict", "published"],
+                        help="published: decode as the published notebook did, without stopping at the answer line "
+                        "(EOS or the token limit only)")
     parser.add_argument("--batch-size", type=int, default=16, help="completions generated together (default 16)")
     parser.add_argument("--backend", default="auto", choices=["auto", "hf", "vllm"],
                         help="auto: vLLM when it and a CUDA GPU are present, else transformers")
@@ -76,6 +83,7 @@ def parse_shots(text: str | None) -> list[int] | None:
 def build_config(args: argparse.Namespace):  # noqa: ANN201
     from rlvr.commands.reward import parse_options
     from rlvr.evaluation.evaluate import EvalConfig, model_specs
+    from rlvr.evaluation.published import PUBLISHED_MAX_NEW_TOKENS
 
     options = parse_options(args.option)
     if args.data:
@@ -92,7 +100,9 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         limit=args.limit,
         samples=args.samples,
         temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=args.max_new_tokens or (PUBLISHED_MAX_NEW_TOKENS if args.decoding == "published" else 256),
+        scoring=args.scoring,
+        decoding=args.decoding,
         batch_size=args.batch_size,
         backend=args.backend,
         dtype=args.dtype,
@@ -142,10 +152,15 @@ def print_summary(summary: dict) -> None:
         ci = f"{r['ci95'][0]:.1%}-{r['ci95'][1]:.1%}"
         tokens = f"{r['mean_completion_tokens']:.0f}" if r.get("mean_completion_tokens") is not None else "-"
         passes = "  " + " ".join(f"pass@{k} {v:.1%}" for k, v in r.get("pass_at_k", {}).items()) if r.get("pass_at_k") else ""
+        published = f"  published {r['published_accuracy']:.1%}" if "published_accuracy" in r else ""
         print(f"{r['model']:<32} {r['shots']!s:>5} {r['n']:>5} {r['accuracy']:>11.1%} {ci:>15} {r['mean_score']:>10.3f} "
-              f"{tokens:>7}{passes}")
+              f"{tokens:>7}{passes}{published}")
     for c in summary.get("comparisons", []):
         paired = (f"only first right {c['only_first']}, only second right {c['only_second']}, "
                   f"McNemar exact p = {c['p_value']:.3g}; " if "only_first" in c else "")
+        published = (f"; published scoring: only first {c['published']['only_first']}, only second "
+                     f"{c['published']['only_second']}, p = {c['published']['p_value']:.3g}") if "published" in c else ""
         print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: {paired}"
-              f"score difference {c['score_difference']:+.3f}, Wilcoxon p = {c['score_p_value']:.3g}")
+              f"score difference {c['score_difference']:+.3f}, Wilcoxon p = {c['score_p_value']:.3g}{published}")
+    if summary.get("published_scoring"):
+        print(f"{name} = strict; published = the published notebook's scoring. {summary['published_scoring']}")

@@ -60,6 +60,10 @@ class EvalConfig:
     dtype: str = "auto"
     seed: int = 0
     progress: bool = True
+    #: "published": also score each completion the published way (rlvr.evaluation.published), beside the strict verdict.
+    scoring: str = "strict"
+    #: "published": no stop at the answer line (EOS or max_new_tokens only), as the published notebook decoded.
+    decoding: str = "strict"
 
 
 @dataclass
@@ -114,10 +118,13 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
         if spec.adapter:
             adapter_config(spec.adapter)
         path = resolve_model(spec.model)
-        return VLLMBackend(path, load_tokenizer(path), task.stop_patterns, spec.adapter, task.stop_strings), path
+        published = config.decoding == "published"  # no answer-line stop, no next-question stop
+        stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
+        return VLLMBackend(path, load_tokenizer(path), stops, spec.adapter, strings), path
     model, tokenizer, path = load_for_eval(spec, config.dtype)
-    return HFBackend(model, tokenizer, task.stop_patterns, config.batch_size, config.compact_batches,
-                     task.stop_strings), path
+    published = config.decoding == "published"
+    stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
+    return HFBackend(model, tokenizer, stops, config.batch_size, config.compact_batches, strings), path
 
 
 # ----------------------------------------------------------------------------- the whole evaluation
@@ -129,7 +136,11 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     ``records_path``: a samples.jsonl that grows as each configuration finishes, so a failure later
     (another model, the summary) keeps what was already generated.
     """
+    from rlvr.evaluation.published import DECODINGS, SCORINGS, add_published, add_published_summary, check_choice
+
     check_split(config.split, config.allow_train_split)
+    check_choice(config.scoring, SCORINGS, "--scoring")
+    check_choice(config.decoding, DECODINGS, "--decoding")
     if config.samples < 0:
         raise RlvrError(f"--samples must be 0 or more, got {config.samples}.")
     if config.max_new_tokens < 1 or config.batch_size < 1:
@@ -156,6 +167,9 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
                 )
             finally:
                 task.close()
+            if config.scoring == "published":
+                prompts = dict(zip(map(str, dataset["id"]), dataset["prompt"], strict=True))
+                add_published(new, [prompts[str(r["id"])] for r in new])
             records += new
             sink.add(new)
         del backend
@@ -165,6 +179,8 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         notes.append("Evaluated on the TRAIN split: these numbers measure memorisation, not generalisation.")
     task = task_for(config.task, config.task_options)
     summary = summarize(records, config.models, samples=config.samples, task=task)
+    if config.scoring == "published":
+        add_published_summary(summary, records)
     summary.update(
         task=config.task,
         accuracy_name=task.accuracy_name,
@@ -176,7 +192,9 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         item_selection=f"first {config.limit} items of the split" if config.limit else "all items of the split",
         backend=backend_name,
         decoding={"greedy": True, "max_new_tokens": config.max_new_tokens, "samples": config.samples,
-                  "temperature": config.temperature if config.samples else None, "seed": config.seed},
+                  "temperature": config.temperature if config.samples else None, "seed": config.seed,
+                  "stop_at_answer": config.decoding != "published", "style": config.decoding},
+        scoring=config.scoring,
         seconds=round(time.time() - start, 1),
         warnings=notes,
     )

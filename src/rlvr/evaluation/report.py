@@ -73,6 +73,8 @@ def _results_table(summary: dict[str, Any]) -> str:
     head = ["model"] + (["shots"] if shots else []) + ["n", f"{_e(name)} ({greedy})", "95% CI"]
     head += (["mean score [95% CI]"] if scores else []) + (["well-formed"] if forms else []) + ["stopped", "mean tokens"]
     head += [f"pass@{k} (sampled)" for k in ks]
+    published = any("published_accuracy" in r for r in results)
+    head += ["published accuracy", "95% CI"] if published else []
     rows = []
     for r in results:
         counted = f" ({r['correct']})" if r.get("correct") is not None else " (pass@1 over samples)"
@@ -84,10 +86,15 @@ def _results_table(summary: dict[str, Any]) -> str:
             cells.append(_share(r.get("format_rate")))
         cells += [_share(r.get("stopped_rate")), _number(r.get("mean_completion_tokens"))]
         cells += [_share(r.get("pass_at_k", {}).get(k), ".1%") for k in ks]
+        if published:
+            cells += ([f"{r['published_accuracy']:.1%} ({r['published_correct']})", _span(r["published_ci95"])]
+                      if "published_accuracy" in r else ["", ""])
         rows.append(cells)
     note = f"<p>{_e(name)}: the share of items the task judges correct ({greedy})."
     if ks:
         note += " pass@k: unbiased estimate from the sampled completions (Chen et al. 2021)."
+    if summary.get("published_scoring"):
+        note += f"</p><p><b>published accuracy</b>: {_e(summary['published_scoring'])}"
     return "<h2>Results</h2>" + _table(head, rows) + note + "</p>"
 
 
