@@ -1,0 +1,242 @@
+"""``rlvr experiment RECIPE``: train, then evaluate base and trained on the same test items at several shot
+counts, then write one directory with everything and one HTML report.
+
+Stages (each skipped when it already finished with the same settings, see :mod:`.stages`):
+
+1. ``train``: the recipe, into ``DIR/train`` (an interrupted run resumes from its latest checkpoint);
+2. ``eval-base`` and ``eval-trained``: the first ``run.sweep_items`` test items at every shot count of
+   ``run.sweep_shots``, greedy, the recipe's own task and prompt options, scored strictly (the training
+   reward's verdict) and the published way (:mod:`rlvr.evaluation.published`);
+3. ``report``: ``samples.jsonl``, ``summary.json``, figures and ``report.html`` (always rewritten).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import Recipe
+from rlvr.errors import RlvrError
+from rlvr.evaluation.published import DECODINGS, PUBLISHED_MAX_NEW_TOKENS, check_choice
+from rlvr.experiment.stages import StageLog, settings_key
+
+BASE, TRAINED = "base", "trained"
+#: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
+TRAINING_ONLY_OPTIONS = ("limit",)
+
+
+@dataclass
+class ExperimentConfig:
+    recipe: Recipe
+    output_dir: Path
+    #: Shot counts; None: the recipe's ``run.sweep_shots``.
+    shots: list[int] | None = None
+    #: First N test items; None: the recipe's ``run.sweep_items``.
+    items: int | None = None
+    #: "strict": stop at the answer line, ``grpo.max_completion_length`` tokens at most; "published": no stop,
+    #: up to 1,024 new tokens (the published notebook's conditions).
+    decoding: str = "strict"
+    backend: str = "auto"
+    progress: bool = True
+    #: The command line that started it, shown in the report.
+    command: str = ""
+    #: Keep the recipe's in-training held-out evaluation (``run.eval_items``); off by default, the sweep replaces it.
+    training_eval: bool = False
+
+
+@dataclass
+class ExperimentResult:
+    output_dir: Path
+    summary: dict[str, Any]
+    report: Path
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResult:
+    """Run (or resume) the experiment in ``config.output_dir`` and return its summary and report path."""
+    check_choice(config.decoding, DECODINGS, "--decoding")
+    out = Path(config.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log = StageLog(out / "stages.json")
+    result = ExperimentResult(out, {}, out / "report.html")
+    start = time.time()
+    recipe = training_recipe(config)
+    sweep = sweep_settings(config, recipe)
+
+    train_key = settings_key(_recipe_settings(recipe))
+    say(f"[1/3] train '{recipe.name}' -> {recipe.output_dir}")
+    if _train_done(log, train_key, recipe):
+        say("      done before with these settings: skipped")
+        result.skipped.append("train")
+    else:
+        _train(log, train_key, recipe)
+        result.ran.append("train")
+
+    records: list[dict[str, Any]] = []
+    specs = model_specs(recipe)
+    for number, spec in enumerate(specs, start=2):
+        name = f"eval-{spec.label}"
+        path = out / "eval" / f"{spec.label}.jsonl"
+        key = settings_key({"sweep": sweep, "model": spec.model, "adapter": spec.adapter,
+                            "train": log.entries.get("train", {}).get("finished") if spec.adapter else None})
+        say(f"[{number}/3] evaluate {spec.label} ({_describe(spec)}): shots {sweep['shots']}, "
+            f"first {sweep['items']} {sweep['split']} items, {config.decoding} decoding")
+        if log.done(name, key, [path]):
+            say("      done before with these settings: skipped")
+            result.skipped.append(name)
+            records += _read_jsonl(path)
+            continue
+        began = time.time()
+        new = evaluate_spec(spec, sweep, config)
+        _write_jsonl(path, new)
+        log.finish(name, key, time.time() - began)
+        result.ran.append(name)
+        records += new
+
+    from rlvr.experiment.summary import build_summary
+
+    summary = build_summary(recipe, config, sweep, specs, records, log, wall_seconds=time.time() - start)
+    result.summary = summary
+    result.report = write_outputs(out, recipe, summary, records)
+    say(f"      report: {result.report}")
+    return result
+
+
+def training_recipe(config: ExperimentConfig) -> Recipe:
+    """The recipe as trained here: output in ``DIR/train``; in-training evaluation off unless asked for."""
+    recipe = config.recipe
+    run = dataclasses.replace(recipe.run, output_dir=str(Path(config.output_dir) / "train"))
+    if not config.training_eval:
+        run = dataclasses.replace(run, eval_items=0)
+    return dataclasses.replace(recipe, run=run)
+
+
+def sweep_settings(config: ExperimentConfig, recipe: Recipe) -> dict[str, Any]:
+    shots = config.shots if config.shots is not None else list(recipe.run.sweep_shots)
+    items = config.items if config.items is not None else recipe.run.sweep_items
+    if not shots or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in shots):
+        raise RlvrError(f"shot counts must lie in 0..8, got {shots!r}.")
+    if not isinstance(items, int) or items < 1:
+        raise RlvrError(f"the number of evaluated items must be a positive integer, got {items!r}.")
+    published = config.decoding == "published"
+    max_new_tokens = PUBLISHED_MAX_NEW_TOKENS if published else int(recipe.grpo.get("max_completion_length") or 256)
+    options = {k: v for k, v in recipe.task_options.items() if k not in TRAINING_ONLY_OPTIONS}
+    return {
+        "task": recipe.task_name,
+        "task_options": options,
+        "split": "test",
+        "shots": list(dict.fromkeys(shots)),
+        "items": items,
+        "decoding": config.decoding,
+        "max_new_tokens": max_new_tokens,
+        "batch_size": recipe.run.eval_batch_size,
+        "dtype": recipe.model.dtype,
+        "backend": config.backend,
+    }
+
+
+def model_specs(recipe: Recipe) -> list[Any]:
+    from rlvr.evaluation.evaluate import ModelSpec
+
+    model = recipe.model.name_or_path
+    trained_dir = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
+    if recipe.model.lora:
+        trained = ModelSpec(model, str(trained_dir), label=TRAINED)
+    else:
+        trained = ModelSpec(str(trained_dir), None, label=TRAINED)
+    return [ModelSpec(model, None, label=BASE), trained]
+
+
+def evaluate_spec(spec: Any, sweep: dict[str, Any], config: ExperimentConfig) -> list[dict[str, Any]]:
+    """Greedy records of one configuration at every shot count, with published verdicts added."""
+    from rlvr.evaluation.evaluate import EvalConfig, evaluate
+
+    eval_config = EvalConfig(
+        models=[spec], task=sweep["task"], task_options=dict(sweep["task_options"]), shots=list(sweep["shots"]),
+        split=sweep["split"], limit=sweep["items"], max_new_tokens=sweep["max_new_tokens"],
+        batch_size=sweep["batch_size"], backend=sweep["backend"], dtype=sweep["dtype"], progress=config.progress,
+    )
+    if sweep["decoding"] == "published":
+        eval_config.decoding = "published"
+    records = evaluate(eval_config).records
+    add_published_verdicts(records, sweep)
+    return records
+
+
+def add_published_verdicts(records: list[dict[str, Any]], sweep: dict[str, Any]) -> None:
+    """Published verdicts need the prompt text; rebuild each item's prompt (deterministic) from the task."""
+    from rlvr.evaluation.evaluate import load_items
+    from rlvr.evaluation.published import add_published
+
+    if records and all("published_correct" in r for r in records):
+        return
+    items = load_items(sweep["task"], sweep["task_options"], sweep["split"], sweep["shots"], sweep["items"])
+    prompts = {(shots, str(row.get("id"))): row["prompt"] for shots, dataset in items.items() for row in dataset}
+    add_published(records, [prompts[r["shots"], str(r["id"])] for r in records])
+
+
+def _recipe_settings(recipe: Recipe) -> dict[str, Any]:
+    data = recipe.to_dict()
+    data["run"] = {k: v for k, v in data["run"].items() if k != "output_dir"}
+    return data
+
+
+def _train_done(log: StageLog, key: str, recipe: Recipe) -> bool:
+    adapter = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
+    if log.done("train", key, [recipe.output_dir / "summary.json", adapter]):
+        return True
+    started = log.entries.get("train-started", {}).get("key")
+    if started is not None and started != key and recipe.output_dir.exists() and any(recipe.output_dir.iterdir()):
+        raise RlvrError(
+            f"{recipe.output_dir} holds a training run with other settings; give another --output, "
+            f"or delete {recipe.output_dir} to train again."
+        )
+    return False
+
+
+def _train(log: StageLog, key: str, recipe: Recipe) -> None:
+    from rlvr.training.run import train
+
+    resume = any(recipe.output_dir.glob("checkpoint-*")) and log.recorded_key("train-started") == key
+    log.finish("train-started", key, 0.0)
+    began = time.time()
+    result = train(recipe, resume=resume)
+    log.finish("train", key, time.time() - began, steps=result.steps, resumed=bool(resume))
+
+
+def _describe(spec: Any) -> str:
+    return f"{spec.model} + {spec.adapter}" if spec.adapter else spec.model
+
+
+def write_outputs(out: Path, recipe: Recipe, summary: dict[str, Any], records: list[dict[str, Any]]) -> Path:
+    from rlvr.experiment.report import write_report
+
+    _write_jsonl(out / "samples.jsonl", records)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return write_report(out, recipe, summary, records)
+
+
+def most_common_answer(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy of always answering the most common gold answer among the evaluated items."""
+    golds = {str(r["id"]): str(r.get("ground_truth")) for r in records}
+    if not golds:
+        return {}
+    answer, count = Counter(golds.values()).most_common(1)[0]
+    return {"answer": answer, "accuracy": count / len(golds), "n": len(golds)}
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,136 @@
+"""``rlvr experiment``: train, then base vs trained at several shot counts on the same test items; resumable."""
+
+import json
+
+import pytest
+
+from rlvr.cli import main
+from rlvr.config import load_recipe
+from rlvr.errors import RlvrError
+from rlvr.evaluation.evaluate import recount
+from rlvr.experiment.run import ExperimentConfig, run_experiment
+
+SHOTS, ITEMS = [0, 1, 2], 4
+
+
+def tiny_recipe(model_dir, *extra):
+    return load_recipe(None, [
+        f"model.name_or_path={model_dir}", "task.train_size=16", "grpo.max_steps=1",
+        "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=6",
+        "grpo.save_strategy=no", "grpo.report_to=[]", "run.sample_steps=1", *extra,
+    ])
+
+
+def experiment(model_dir, out, *extra, **options):
+    config = ExperimentConfig(tiny_recipe(model_dir, *extra), out, shots=SHOTS, items=ITEMS, progress=False, **options)
+    return run_experiment(config, say=lambda *_: None)
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("experiment")
+    return experiment(tiny_model_dir, out)
+
+
+def test_the_directory_holds_training_samples_summary_figures_and_one_report(finished):
+    out = finished.output_dir
+    assert (out / "train" / "adapter" / "adapter_config.json").is_file()
+    assert (out / "train" / "summary.json").is_file()
+    for name in ("samples.jsonl", "summary.json", "report.html", "figures/shot_sweep.png"):
+        assert (out / name).is_file(), name
+    assert finished.ran == ["train", "eval-base", "eval-trained"]
+
+
+def test_base_and_trained_are_evaluated_on_the_same_items_at_every_shot_count(finished):
+    records = [json.loads(line) for line in (finished.output_dir / "samples.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * len(SHOTS) * ITEMS
+    for shots in SHOTS:
+        ids = {model: {r["id"] for r in records if r["model"] == model and r["shots"] == shots} for model in ("base", "trained")}
+        assert ids["base"] == ids["trained"] and len(ids["base"]) == ITEMS
+    assert all("published_correct" in r and "correct" in r for r in records)
+
+
+def test_the_sweep_pairs_base_and_trained_with_intervals_tests_and_published_scores(finished):
+    sweep = finished.summary["sweep"]
+    assert [row["shots"] for row in sweep] == SHOTS
+    for row in sweep:
+        for label in ("base", "trained"):
+            result = row[label]
+            assert result["n"] == ITEMS and result["ci95"][0] <= result["accuracy"] <= result["ci95"][1]
+            assert "published_accuracy" in result and "published_ci95" in result
+        assert 0 <= row["paired"]["p_value"] <= 1 and "p_value" in row["paired_published"]
+
+
+def test_summary_numbers_recount_from_the_samples(finished):
+    summary = json.loads((finished.output_dir / "summary.json").read_text())
+    recounted = recount(finished.output_dir / "samples.jsonl")
+    strict = [{k: r[k] for k in ("model", "shots", "n", "correct", "accuracy")} for r in recounted["results"]]
+    assert strict == [{k: r[k] for k in ("model", "shots", "n", "correct", "accuracy")} for r in summary["evaluation"]["results"]]
+
+
+def test_summary_reports_the_most_common_answer_and_the_training_overlap(finished):
+    summary = finished.summary
+    assert summary["most_common_answer"]["n"] == ITEMS
+    assert summary["train_overlap"]["checked"] and summary["train_overlap"]["items"] == ITEMS
+    assert summary["training"]["steps"] == 1
+
+
+def test_the_report_is_one_self_contained_page_with_every_section(finished):
+    page = (finished.output_dir / "report.html").read_text()
+    for section in ("Shot sweep: base vs trained", "Strict vs published scoring", "McNemar", "Training",
+                    "Samples", "last integer"):
+        assert section in page, section
+    assert "data:image/png;base64," in page and "src='figures" not in page
+    assert page.count("<img") >= 2  # the sweep and at least one training curve
+
+
+def test_a_finished_experiment_is_not_rerun(finished, tiny_model_dir, monkeypatch):
+    import importlib
+
+    import rlvr.training.run as training
+
+    evaluation = importlib.import_module("rlvr.evaluation.evaluate")
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("training ran again"))
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: pytest.fail("evaluation ran again"))
+    again = experiment(tiny_model_dir, finished.output_dir)
+    assert again.ran == [] and again.skipped == ["train", "eval-base", "eval-trained"]
+    assert again.summary["sweep"] == finished.summary["sweep"]
+
+
+def test_other_evaluation_settings_rerun_the_evaluation_only(finished, tiny_model_dir, tmp_path, monkeypatch):
+    import shutil
+
+    import rlvr.training.run as training
+
+    out = tmp_path / "copy"
+    shutil.copytree(finished.output_dir, out)
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("training ran again"))
+    config = ExperimentConfig(tiny_recipe(tiny_model_dir), out, shots=[0], items=2, progress=False)
+    result = run_experiment(config, say=lambda *_: None)
+    assert result.ran == ["eval-base", "eval-trained"]
+    assert [row["shots"] for row in result.summary["sweep"]] == [0] and result.summary["sweep"][0]["base"]["n"] == 2
+
+
+def test_other_training_settings_in_a_used_directory_are_refused(finished, tiny_model_dir, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(finished.output_dir, out)
+    with pytest.raises(RlvrError, match="holds a training run with other settings"):
+        experiment(tiny_model_dir, out, "grpo.learning_rate=0.5")
+
+
+def test_the_command_line_runs_and_prints_the_sweep(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "cli"
+    args = ["experiment", "--output", str(out), "--shots", "0,1", "--items", "2", "--no-progress",
+            "--set", f"model.name_or_path={tiny_model_dir}", "--set", "task.train_size=16", "--set", "grpo.max_steps=1",
+            "--set", "grpo.per_device_train_batch_size=8", "--set", "grpo.num_generations=4",
+            "--set", "grpo.max_completion_length=6", "--set", "grpo.save_strategy=no", "--set", "grpo.report_to=[]"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "McNemar p" in printed and "Report:" in printed and (out / "report.html").is_file()
+
+
+def test_bad_shot_counts_are_one_clear_error(tiny_model_dir, tmp_path, capsys):
+    assert main(["experiment", "--output", str(tmp_path), "--shots", "0,12"]) == 2
+    assert "--shots values must lie in 0..8" in capsys.readouterr().err
