@@ -115,7 +115,8 @@ def test_recipe_weights_become_trl_reward_weights_and_rewards_stay_raw(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["cpu-default", "gsm8k-qwen2.5-0.5b-qlora", "code-cpu-smollm2", "keywords-cpu-smollm2",
-                                  "code-qwen2.5-coder-7b"])
+                                  "code-qwen2.5-coder-7b",
+                                  "gsm8k-qwen2.5-0.5b-published-as-run"])
 def test_builtin_recipes_keep_their_reward_scale(name):
     from rlvr.tasks import get_task
 
@@ -123,3 +124,26 @@ def test_builtin_recipes_keep_their_reward_scale(name):
     task = get_task(recipe.task_name, recipe.task_options)
     expected = {"gsm8k": [0.5, 1.0], "arithmetic": [0.5, 1.0], "code": [1.0], "mbpp": [1.0], "keywords": [1.0]}
     assert task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")) == expected[recipe.task_name]
+
+
+def test_published_as_run_recipe_holds_trl_018s_effective_settings():
+    recipe = load_recipe("gsm8k-qwen2.5-0.5b-published-as-run")
+    g, run, model = recipe.grpo, recipe.run, recipe.model
+    assert (run.max_prompt_tokens, g["max_completion_length"], g["temperature"]) == (512, 256, 1.0)
+    assert run.stop_at_answer is False and model.chat_format == "chatml"
+    assert (g["beta"], g["loss_type"], g["num_generations"]) == (0.04, "bnpo", 8)
+    assert not model.load_in_4bit and model.lora_modules_to_save == ["lm_head", "embed_tokens"]
+    assert (g["learning_rate"], g["num_train_epochs"], g["per_device_train_batch_size"]) == (1.84e-4, 2, 16)
+    assert recipe.task["exemplar_order"] == "fixed" and run.sweep_shots == [0, 2, 4, 8]
+
+
+def test_published_as_run_recipe_builds_a_grpo_config_on_cpu(tmp_path):
+    from rlvr.training.run import grpo_config
+
+    recipe = load_recipe("gsm8k-qwen2.5-0.5b-published-as-run", [f"run.output_dir={tmp_path}"])
+    args = grpo_config(recipe, [0.5, 1.0])
+    assert args.max_completion_length == 256 and args.temperature == 1.0 and args.beta == 0.04
+
+
+def test_the_blog_recipe_uses_trl_018s_real_temperature_default():
+    assert load_recipe("gsm8k-qwen2.5-0.5b-qlora").grpo["temperature"] == 1.0

@@ -154,6 +154,9 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
             if values.get(precision):
                 print(f"rlvr: warning: {precision} needs a GPU; training in float32 on CPU.", file=sys.stderr)
             values[precision] = False
+        if values.get("tf32"):
+            print("rlvr: warning: tf32 needs an Ampere or newer GPU; ignored on CPU.", file=sys.stderr)
+            values["tf32"] = None
         values["use_cpu"] = True
     for strategy in ("save_strategy", "eval_strategy", "logging_strategy"):
         if values.get(strategy) is False:  # YAML reads a bare `no` as false
