@@ -17,18 +17,34 @@ def builtin(task: str) -> tuple[list, list[float]]:
     return instance.reward_functions(), instance.reward_weights()
 
 
-def original_format(completions, **_):
-    """The published recipe's format check: the phrase and a number anywhere in the text."""
-    return [0.5 if re.search(r"#### The final answer is \d+", completion_text(c)) else 0.0 for c in completions]
+def published_format(completions, **_):
+    """The published format reward: 0.5 when a newline then '#### The final answer is <digits>' occurs anywhere."""
+    return [0.5 if re.search(r"\n#### The final answer is \d+", completion_text(c)) else 0.0 for c in completions]
 
 
-def original_correctness(completions, final_answer, **_):
-    """The published recipe's correctness: the last integer anywhere in the text equals the answer."""
+def published_correctness(completions, final_answer, **_):
+    """The published correctness reward: the first number after the first '####' that has one on its line
+    (``####.*?([\d,]+(?:\.\d+)?)``, no minus sign), commas removed, within 1e-3 of the gold."""
     scores = []
     for c, gold in zip(completions, final_answer, strict=True):
-        numbers = re.findall(r"\d+", completion_text(c))
+        match = re.search(r"####.*?([\d,]+(?:\.\d+)?)", completion_text(c))
+        try:
+            scores.append(1.0 if match and abs(float(match.group(1).replace(",", "")) - float(gold)) < 1e-3 else 0.0)
+        except ValueError:
+            scores.append(0.0)
+    return scores
+
+
+def published_evaluation(completions, final_answer, **_):
+    """Not a reward: the published notebook's evaluation, the last integer anywhere equals the gold as a string."""
+    scores = []
+    for c, gold in zip(completions, final_answer, strict=True):
+        numbers = re.findall(r"-?\d+", completion_text(c).replace(",", ""))
         scores.append(1.0 if numbers and numbers[-1] == str(gold) else 0.0)
     return scores
+
+
+PUBLISHED_REWARDS = [named("format", published_format), named("correctness", published_correctness)]
 
 
 def test_builtin_gsm8k_rewards_pass_the_audit():
@@ -36,12 +52,23 @@ def test_builtin_gsm8k_rewards_pass_the_audit():
     assert result.passed, [r.probe.name for r in result.exploits]
 
 
-def test_the_published_recipes_original_rewards_fail_the_audit():
-    funcs = [named("format", original_format), named("correctness", original_correctness)]
-    result = audit(PROBE_SETS["gsm8k"], funcs)
+def test_the_published_training_rewards_read_the_first_answer_line_and_pass_the_audit():
+    result = audit(PROBE_SETS["gsm8k"], PUBLISHED_REWARDS)
+    assert result.passed, [r.probe.name for r in result.exploits]
+    assert [r.probe.name for r in result.results if r.beats_wrong] == ["answer_without_reasoning"]
+
+
+def test_the_published_correctness_reward_ignores_the_minus_sign():
+    completions = ["3 - 8 = -5.\n#### The final answer is -5", "8 - 3 = 5.\n#### The final answer is 5"]
+    assert published_correctness(completions, final_answer=["-5", "-5"]) == [0.0, 0.0]  # a negative gold never pays
+    assert published_correctness(completions[:1], final_answer=["5"]) == [1.0]  # the wrong sign pays
+
+
+def test_the_published_evaluation_extractor_as_a_reward_fails_the_audit():
+    result = audit(PROBE_SETS["gsm8k"], [named("format", published_format), named("correctness", published_evaluation)])
     exploits = {r.probe.name for r in result.exploits}
     assert not result.passed
-    assert {"answer_without_reasoning", "several_answer_lines", "answer_in_followup_question"} <= exploits
+    assert {"several_answer_lines", "answer_in_followup_question"} <= exploits
 
 
 def test_answer_without_reasoning_beats_a_wrong_answer_until_the_penalty_is_added():
