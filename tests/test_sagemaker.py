@@ -201,3 +201,52 @@ def test_entry_resumes_when_the_synced_checkpoint_dir_has_a_checkpoint(monkeypat
     assert sagemaker_entry.main(["--config", "ddp", "--dry-run", "recipe.yaml"]) == 0
     out = capsys.readouterr().out
     assert f"train recipe.yaml --resume latest --set run.output_dir={tmp_path}" in out
+
+
+def test_mlflow_tags_name_the_recipe_the_commit_and_the_rlvr_version(recipe, tmp_path):
+    from rlvr import __version__
+
+    named = tmp_path / "named.yaml"
+    named.write_text("name: my-run\nmodel:\n  name_or_path: tiny\n", encoding="utf-8")
+    options = SubmitOptions(recipe=str(named), instance_type="ml.g6.48xlarge", mlflow_uri="http://mlflow:5000")
+    request = build_job_request(options, {}, now=NOW, git_commit=lambda: "abc123")
+    tags = json.loads(request["environment"]["MLFLOW_TAGS"])
+    assert tags == {"rlvr.recipe": "my-run", "rlvr.recipe_file": "named.yaml", "rlvr.git_commit": "abc123",
+                    "rlvr.version": __version__}
+
+
+def test_mlflow_tags_follow_a_name_override_and_keep_the_users_own_tags(recipe):
+    options = SubmitOptions(recipe=str(recipe), instance_type="ml.g6.48xlarge", overrides=["name=renamed"],
+                            extra_env=['MLFLOW_TAGS={"team": "math", "rlvr.version": "mine"}'])
+    tags = json.loads(build_job_request(options, {}, now=NOW, git_commit=lambda: None)["environment"]["MLFLOW_TAGS"])
+    assert tags["rlvr.recipe"] == "renamed" and tags["rlvr.git_commit"] == "unknown"
+    assert tags["team"] == "math" and tags["rlvr.version"] == "mine"
+
+
+def test_mlflow_tags_from_env_must_be_a_json_object(recipe):
+    options = SubmitOptions(recipe=str(recipe), instance_type="ml.g6.48xlarge", extra_env=["MLFLOW_TAGS=team"])
+    with pytest.raises(RlvrError, match="MLFLOW_TAGS must be a JSON object"):
+        build_job_request(options, {}, now=NOW)
+
+
+def test_the_shipped_commit_is_read_from_git():
+    from rlvr.launch.sagemaker import rlvr_git_commit
+
+    commit = rlvr_git_commit()
+    assert commit is None or len(commit.removesuffix("-dirty")) == 40
+
+
+def test_no_tracking_uri_warns_that_the_runs_would_be_lost(recipe, capsys, monkeypatch):
+    submit_dry_run(capsys, monkeypatch, str(recipe), "--instance-type", "ml.g6.48xlarge")
+    assert main(["sagemaker", "submit", "--dry-run", str(recipe), "--instance-type", "ml.g6.48xlarge"]) == 0
+    err = capsys.readouterr().err
+    assert "rlvr: warning: no MLflow tracking URI" in err and "lost when the job ends" in err
+
+
+@pytest.mark.parametrize("extra", [
+    {"mlflow_uri": "arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/t"},
+    {"extra_env": ["MLFLOW_TRACKING_URI=http://mlflow:5000"]},
+    {"overrides": ["run.tracking_uri=http://mlflow:5000"]},
+])
+def test_a_tracking_uri_from_the_flag_the_env_or_the_recipe_silences_the_warning(recipe, extra):
+    assert request_for(recipe, **extra)["warnings"] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +51,8 @@ def run_submit(args: argparse.Namespace) -> int:
     fields = SubmitOptions.__dataclass_fields__
     options = SubmitOptions(**{name: getattr(args, name) for name in fields if hasattr(args, name)})
     request = build_job_request(options, os.environ)
+    for warning in request["warnings"]:
+        print(f"rlvr: warning: {warning}", file=sys.stderr)
     if args.dry_run:
         print(json.dumps(masked(request), indent=2))
         return 0

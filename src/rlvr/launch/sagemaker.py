@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import importlib.metadata
+import json
 import re
 import shutil
 import tempfile
@@ -81,9 +82,12 @@ def build_job_request(
     now: dt.datetime | None = None,
     is_file: Callable[[str], bool] = lambda p: Path(p).is_file(),
     exists: Callable[[str], bool] = lambda p: Path(p).exists(),
+    git_commit: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
-    """The whole job as plain data; ``caller_env`` supplies secrets, ``now`` the job's timestamp."""
+    """The whole job as plain data; ``caller_env`` supplies secrets, ``now`` the job's timestamp,
+    ``git_commit`` the commit of the rlvr being shipped (default: asked of git)."""
     _check_options(options, is_file)
+    recipe = _recipe_data(options)
     config_path = resolve_config(options.config)
     stamp = (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y%m%d-%H%M%S")
     base_name = options.job_name or _job_name(options.recipe)
@@ -119,26 +123,101 @@ def build_job_request(
         "checkpoint_config": {"s3_uri": f"{prefix}/checkpoints", "local_path": SAGEMAKER_CHECKPOINT_DIR},
         "output_data_config": {"s3_output_path": f"{prefix}/output"},
         "stopping_condition": {"max_runtime_in_seconds": int(options.max_runtime_hours * 3600)},
-        "environment": job_environment(options, caller_env),
+        "environment": job_environment(options, caller_env, mlflow_tags(recipe, options, git_commit or rlvr_git_commit)),
+        "warnings": tracking_warnings(options, recipe),
     }
 
 
-def job_environment(options: SubmitOptions, caller_env: Mapping[str, str]) -> dict[str, str]:
-    """NCCL/EFA settings, MLflow, the user's ``--env`` pairs, and secrets from the caller's environment."""
+def job_environment(options: SubmitOptions, caller_env: Mapping[str, str],
+                    tags: Mapping[str, str] | None = None) -> dict[str, str]:
+    """NCCL/EFA settings, MLflow (URI, run tags), the user's ``--env`` pairs, and secrets from the caller's environment.
+
+    ``tags`` reach the MLflow run through ``MLFLOW_TAGS`` (JSON), which transformers' MLflow callback sets on
+    the run; tags the user passes in ``--env MLFLOW_TAGS=...`` are kept and win over these.
+    """
     env = dict(NCCL_EFA_ENVIRONMENT)
     if options.mlflow_uri:
         env["MLFLOW_TRACKING_URI"] = options.mlflow_uri
+    if tags:
+        env["MLFLOW_TAGS"] = json.dumps(dict(tags), sort_keys=True)
     for pair in options.extra_env:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise RlvrError(f"--env expects KEY=VALUE, got '{pair}'.")
         if key.strip() in SECRET_VARIABLES:
             raise RlvrError(f"do not pass {key.strip()} with --env: export it in your shell and it is passed through.")
+        if key.strip() == "MLFLOW_TAGS" and "MLFLOW_TAGS" in env:
+            value = json.dumps({**json.loads(env["MLFLOW_TAGS"]), **_user_tags(value)}, sort_keys=True)
         env[key.strip()] = value
     for name in SECRET_VARIABLES:
         if caller_env.get(name):
             env[name] = caller_env[name]
     return env
+
+
+def mlflow_tags(recipe: Mapping[str, Any], options: SubmitOptions, git_commit: Callable[[], str | None]) -> dict[str, str]:
+    """MLflow run tags that say what ran: the recipe, the commit of the rlvr shipped, rlvr's version."""
+    from rlvr import __version__
+
+    return {
+        "rlvr.recipe": str(recipe.get("name") or Path(options.recipe).stem),
+        "rlvr.recipe_file": Path(options.recipe).name,
+        "rlvr.git_commit": git_commit() or "unknown",
+        "rlvr.version": __version__,
+    }
+
+
+def tracking_warnings(options: SubmitOptions, recipe: Mapping[str, Any]) -> list[str]:
+    """A warning when the job would log MLflow runs only inside its container (lost when the job ends)."""
+    env_uri = any(pair.partition("=")[0].strip() == "MLFLOW_TRACKING_URI" for pair in options.extra_env)
+    run = recipe.get("run") if isinstance(recipe.get("run"), Mapping) else {}
+    recipe_uri = str(run.get("tracking_uri") or "")
+    remote = "://" in recipe_uri or recipe_uri.startswith(("arn:", "databricks"))
+    if options.mlflow_uri or env_uri or remote:
+        return []
+    return [
+        "no MLflow tracking URI (--mlflow-uri, or run.tracking_uri in the recipe): the job logs to "
+        f"{recipe_uri or 'mlflow.db'} inside its container, and that store is lost when the job ends. Pass "
+        "--mlflow-uri with a tracking server URI or a SageMaker MLflow ARN to keep the runs."
+    ]
+
+
+def rlvr_git_commit() -> str | None:
+    """The commit of the rlvr checkout being shipped (with '-dirty' if it has uncommitted changes); None outside git."""
+    import subprocess
+
+    import rlvr
+
+    where = str(Path(rlvr.__file__).resolve().parent)
+    try:
+        commit = subprocess.run(["git", "-C", where, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", where, "status", "--porcelain", "--", "."], capture_output=True,
+                                text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
+
+
+def _user_tags(value: str) -> dict[str, Any]:
+    try:
+        tags = json.loads(value)
+    except ValueError:
+        tags = None
+    if not isinstance(tags, dict):
+        raise RlvrError(f"--env MLFLOW_TAGS must be a JSON object, e.g. '{{\"team\": \"math\"}}', got {value!r}.")
+    return tags
+
+
+def _recipe_data(options: SubmitOptions) -> dict[str, Any]:
+    """The recipe's raw sections with the --set overrides applied (not validated here: rlvr train does that)."""
+    from rlvr.config import apply_override, read_yaml
+
+    data = read_yaml(Path(options.recipe))
+    for override in options.overrides:
+        apply_override(data, override)
+    return data
 
 
 def masked(request: dict[str, Any]) -> dict[str, Any]:
