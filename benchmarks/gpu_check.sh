@@ -8,7 +8,9 @@
 #   2. ddp config, vLLM colocate generation                 (skipped, with a note, without vllm)
 #   3. zero3 config (DeepSpeed ZeRO-3), transformers generation  (skipped, with a note, without deepspeed)
 # and prints seconds per step (training time from the run's summary.json / steps) and peak GPU memory (nvidia-smi, sampled every
-# 200 ms, so vLLM's preallocated pool counts) for each.
+# 200 ms, so vLLM's preallocated pool counts) for each. Then it runs `rlvr experiment` at a reduced size (the same
+# model and steps, shots 0,1,2 on the first 50 test items, transformers evaluation) and prints its wall time, the
+# sweep and where the report is; a second run of the same command must skip every stage.
 #
 # Usage: bash benchmarks/gpu_check.sh [STEPS]        (default 5 steps; run from anywhere)
 # Without a GPU it says so and exits 0.
@@ -104,4 +106,34 @@ if python -c "import deepspeed" >/dev/null 2>&1; then
 else
   echo "zero3-transformers   skipped: deepspeed is not installed (pip install 'rlvr[deepspeed]')"
 fi
+run_experiment() {  # rlvr experiment at a reduced size: train, base vs trained at 3 shot counts, report
+  local dir="$WORK/experiment" code start end
+  mkdir -p "$dir"
+  write_recipe "$dir/recipe.yaml" "$dir/unused" ""
+  start=$(date +%s.%N)
+  python -m rlvr experiment "$dir/recipe.yaml" --output "$dir/out" --shots 0,1,2 --items 50 --backend hf \
+    --no-progress > "$dir/log.txt" 2>&1
+  code=$?
+  end=$(date +%s.%N)
+  if [ "$code" -ne 0 ] || [ ! -f "$dir/out/report.html" ]; then
+    printf "%-20s FAILED (exit %s); last lines of %s:\n" "experiment" "$code" "$dir/log.txt"
+    tail -5 "$dir/log.txt"
+    return
+  fi
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%-20s wall %.0f s (train + 2 x 3 evaluations of 50 items + report)\n", "experiment", e - s }'
+  python -c "
+import json, sys
+for row in json.load(open(sys.argv[1]))['sweep']:
+    print(f\"  {row['shots']}-shot  base {row['base']['accuracy']:.0%}  trained {row['trained']['accuracy']:.0%}  p={row['paired']['p_value']:.2g}\")
+" "$dir/out/summary.json"
+  python -m rlvr experiment "$dir/recipe.yaml" --output "$dir/out" --shots 0,1,2 --items 50 --backend hf \
+    --no-progress > "$dir/rerun.txt" 2>&1
+  if [ "$(grep -c 'skipped' "$dir/rerun.txt")" -eq 3 ]; then
+    echo "  rerun skipped train and both evaluations; report: $dir/out/report.html"
+  else
+    echo "  rerun did NOT skip every stage; see $dir/rerun.txt"
+  fi
+}
+
+run_experiment
 echo "gpu_check: logs in $WORK"
