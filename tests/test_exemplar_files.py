@@ -11,6 +11,8 @@ from rlvr.tasks import get_task
 from rlvr.tasks.exemplars import load_exemplars
 
 EXEMPLARS = Path(__file__).parent / "data" / "published_format_exemplars.jsonl"
+#: The published prompt: one exemplar order for every row, rendered as the published code rendered it.
+PUBLISHED = {"exemplar_order": "fixed", "prompt_format": "published"}
 
 
 def published_example(question, solution, answer):
@@ -39,14 +41,14 @@ def file_rows():
 
 @pytest.mark.parametrize("shots", [0, 2, 4, 8])
 def test_a_fixed_order_exemplar_file_renders_the_published_prompt_byte_for_byte(gsm8k_dir, shots):
-    options = {"data": str(gsm8k_dir), "shots": shots, "exemplars": str(EXEMPLARS), "exemplar_order": "fixed"}
+    options = {"data": str(gsm8k_dir), "shots": shots, "exemplars": str(EXEMPLARS), **PUBLISHED}
     rows = get_task("gsm8k", options).load("test")
     for row in rows:
         assert row["prompt"] == published_prompt(row["question"], file_rows()[:shots])
 
 
 def test_the_published_two_shot_prompt_written_out(gsm8k_dir):
-    options = {"data": str(gsm8k_dir), "shots": 2, "exemplars": str(EXEMPLARS), "exemplar_order": "fixed"}
+    options = {"data": str(gsm8k_dir), "shots": 2, "exemplars": str(EXEMPLARS), **PUBLISHED}
     prompt = get_task("gsm8k", options).load("test")[0]["prompt"]
     assert prompt == (
         "Question: A baker fills 6 trays with 9 rolls each. How many rolls does he bake?\n"
@@ -61,6 +63,23 @@ def test_the_published_two_shot_prompt_written_out(gsm8k_dir):
         "Question: A farmer has 4 pens with 6 goats in each. How many goats are there?\n"
         "Solution: Let's think step by step. "
     )
+
+
+def test_multi_line_reasoning_is_rendered_as_the_published_code_rendered_it(tmp_path, gsm8k_dir):
+    path = tmp_path / "ex.jsonl"
+    reasoning = "She has 3 * 4 = <<3*4=12>>12 apples.\nShe eats 2, so 12 - 2 = <<12-2=10>>10 are left."
+    path.write_text(json.dumps({"question": "Q?", "reasoning": reasoning, "answer": "10"}) + "\n")
+    options = {"data": str(gsm8k_dir), "shots": 1, "exemplars": str(path), **PUBLISHED}
+    row = get_task("gsm8k", options).load("test")[0]
+    assert row["prompt"] == published_prompt(row["question"], [{"question": "Q?", "reasoning": reasoning, "answer": "10"}])
+    assert row["prompt"].startswith(
+        "Question: Q?\nSolution: Let's think step by step. She has 3 * 4 = 12 apples. She eats 2, so 12 - 2 = 10 are left.\n"
+    )
+
+
+def test_the_published_prompt_format_is_plain_text_only(gsm8k_dir):
+    with pytest.raises(RlvrError, match="cannot be combined with chat"):
+        get_task("gsm8k", {"data": str(gsm8k_dir), "prompt_format": "published", "chat": True})
 
 
 def test_fixed_order_gives_every_row_the_same_exemplars(gsm8k_dir):

@@ -25,6 +25,7 @@ from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
     check_exemplar_order,
+    check_prompt_format,
     check_shots,
     choose_exemplars,
     render_chat,
@@ -66,6 +67,9 @@ class GSM8KTask(NumericAnswerTask):
     #: "per_row": each row draws its own exemplars (seeded) when shots < 8; "fixed": every row gets the first
     #: `shots` exemplars in order (the published prompt, built once for the whole dataset).
     exemplar_order: str = "per_row"
+    #: "rlvr": exemplars and question as written; "published": rendered as the published code did (reasoning lines
+    #: joined with '. ', a period appended, '..' collapsed, the question ending in "step by step. " with a space).
+    prompt_format: str = "rlvr"
     #: Seed for exemplar sampling and the train/validation split.
     seed: int = 42
     #: Share of GSM8K's train split held out as validation.
@@ -82,6 +86,9 @@ class GSM8KTask(NumericAnswerTask):
     def __post_init__(self) -> None:
         check_shots(self.shots)
         check_exemplar_order(self.exemplar_order)
+        check_prompt_format(self.prompt_format)
+        if self.chat and self.prompt_format == "published":
+            raise RlvrError("gsm8k prompt_format 'published' is a plain-text prompt; it cannot be combined with chat: true.")
         if self.exemplars not in ("builtin", "train") and not Path(str(self.exemplars)).expanduser().is_file():
             raise RlvrError(
                 f"gsm8k exemplars must be 'builtin', 'train' or a JSONL file (question, reasoning, answer per line); "
@@ -123,7 +130,7 @@ class GSM8KTask(NumericAnswerTask):
             raise RlvrError(f"gsm8k row {index} of split '{split}' has no 'answer' ending in a '#### N' line.") from None
         question = str(row["question"]).strip()
         shots = choose_exemplars(pool, self.shots, self.seed, index, self.exemplar_order)
-        prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots)
+        prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots, self.prompt_format)
         return {
             "id": f"gsm8k-{split}-{index}",
             "prompt": prompt,

@@ -13,6 +13,7 @@ step. `` so the model continues with reasoning and an answer line.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 from rlvr.errors import RlvrError
@@ -45,9 +46,38 @@ def render_target(question: str) -> str:
     return f"Question: {question}\nSolution: {COT_LEAD} "
 
 
-def render_prompt(question: str, exemplars: list[Exemplar]) -> str:
-    """The plain-text k-shot prompt for ``question``."""
+def render_prompt(question: str, exemplars: list[Exemplar], style: str = "rlvr") -> str:
+    """The plain-text k-shot prompt for ``question``; ``style="published"``: the published code's rendering."""
+    if check_prompt_format(style) == "published":
+        return "".join(published_example(e.question, e.reasoning, e.answer) for e in exemplars) + published_example(question)
     return "".join(render_exemplar(e) for e in exemplars) + render_target(question)
+
+
+#: "rlvr": exemplars and question as written; "published": the published code's ``format_example``.
+PROMPT_FORMATS = ("rlvr", "published")
+
+
+def check_prompt_format(style: str) -> str:
+    if style not in PROMPT_FORMATS:
+        raise RlvrError(f"prompt_format must be one of {', '.join(PROMPT_FORMATS)}, got {style!r}.")
+    return style
+
+
+def published_example(question: str, reasoning: str | None = None, answer: str | None = None) -> str:
+    """One block as the published recipe's ``GSM8K.format_example`` (with ``cot=True``) rendered it.
+
+    Reasoning lines are joined with ``". "``, calculator annotations ``<<...>>`` removed and a period
+    appended; then every ``..`` in the block (question included) becomes ``.``; the answer line and a
+    blank line follow. Without reasoning and answer this is the question to be answered, ending in
+    ``Let's think step by step. `` (with the trailing space).
+    """
+    text = f"Question: {question}\nSolution: {COT_LEAD} "
+    if reasoning is not None:
+        text += re.sub(r"<<.*?>>", "", ". ".join(reasoning.split("\n"))) + ".\n"
+    text = text.replace("..", ".")
+    if answer is not None:
+        text += f"#### The final answer is {answer}\n\n"
+    return text
 
 
 def render_chat(question: str, exemplars: list[Exemplar]) -> list[dict[str, str]]:
