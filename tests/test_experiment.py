@@ -134,3 +134,56 @@ def test_the_command_line_runs_and_prints_the_sweep(tiny_model_dir, tmp_path, ca
 def test_bad_shot_counts_are_one_clear_error(tiny_model_dir, tmp_path, capsys):
     assert main(["experiment", "--output", str(tmp_path), "--shots", "0,12"]) == 2
     assert "--shots values must lie in 0..8" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the GPU recipes' plans, built on CPU
+
+
+def plan_for(recipe_name, tmp_path, *args):
+    import io
+    from contextlib import redirect_stdout
+
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        assert main(["experiment", recipe_name, "--output", str(tmp_path / "exp"), "--dry-run", *args]) == 0
+    return json.loads(buffer.getvalue())
+
+
+def test_the_published_recipe_plans_the_published_shot_sweep_on_test_items(tmp_path):
+    plan = plan_for("gsm8k-qwen2.5-0.5b-qlora", tmp_path)
+    assert [s["name"] for s in plan["stages"]] == ["train", "eval-base", "eval-trained", "report"]
+    assert not any(s["done"] for s in plan["stages"])
+    sweep = plan["sweep"]
+    assert (sweep["shots"], sweep["items"], sweep["split"], sweep["decoding"]) == ([0, 2, 4, 8], 500, "test", "strict")
+    assert sweep["task_options"]["exemplar_order"] == "fixed" and sweep["task_options"]["prompt_format"] == "published"
+    trained = plan["stages"][2]
+    assert trained["model"] == "Qwen/Qwen2.5-0.5B" and trained["adapter"] == str(tmp_path / "exp" / "train" / "adapter")
+    training = plan["training"]
+    assert training["model"]["load_in_4bit"] and training["run"]["output_dir"] == str(tmp_path / "exp" / "train")
+    assert training["run"]["eval_items"] == 0 and training["run"]["merge_adapter"]
+
+
+def test_the_published_recipe_loads_4bit_sharded_under_zero3(tmp_path):
+    import torch
+
+    from rlvr.models import model_kwargs
+
+    recipe = load_recipe("gsm8k-qwen2.5-0.5b-qlora")
+    kwargs = model_kwargs(recipe.model, four_bit=True, zero3=True)
+    assert kwargs["quantization_config"].bnb_4bit_quant_storage == kwargs["dtype"] != torch.uint8
+
+
+def test_the_as_run_recipe_evaluates_within_its_training_length_or_as_the_notebook(tmp_path):
+    strict = plan_for("gsm8k-qwen2.5-0.5b-published-as-run", tmp_path)["sweep"]
+    published = plan_for("gsm8k-qwen2.5-0.5b-published-as-run", tmp_path, "--decoding", "published")["sweep"]
+    assert strict["max_new_tokens"] == 256 and published["max_new_tokens"] == 1024
+    training = plan_for("gsm8k-qwen2.5-0.5b-published-as-run", tmp_path)["training"]
+    assert training["run"]["max_prompt_tokens"] == 512 and training["run"]["stop_at_answer"] is False
+    assert training["model"]["chat_format"] == "chatml"
+
+
+def test_a_finished_experiment_plans_nothing_but_the_report(finished, tiny_model_dir):
+    from rlvr.experiment.run import experiment_plan
+
+    config = ExperimentConfig(tiny_recipe(tiny_model_dir), finished.output_dir, shots=SHOTS, items=ITEMS)
+    assert [s["done"] for s in experiment_plan(config)["stages"]] == [True, True, True, False]

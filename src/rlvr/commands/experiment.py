@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -40,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--training-eval", action="store_true",
                         help="keep the recipe's in-training held-out evaluation (run.eval_items); off by default")
     parser.add_argument("--no-progress", action="store_true", help="hide the evaluation progress bars")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the plan (stages and whether each is done, training recipe, sweep) as JSON and exit")
     parser.set_defaults(func=run)
 
 
@@ -61,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         command=" ".join(["rlvr", *map(shlex.quote, sys.argv[1:])]) if sys.argv[1:2] == ["experiment"] else "",
         training_eval=args.training_eval,
     )
+    if args.dry_run:
+        from rlvr.experiment.run import experiment_plan
+
+        print(json.dumps(experiment_plan(config), indent=2, default=str))
+        return 0
     print(f"rlvr: experiment '{recipe.name}' ({recipe.source}) -> {output}", flush=True)
     result = run_experiment(config)
     print_summary(result.summary)

@@ -108,6 +108,29 @@ def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResu
     return result
 
 
+def experiment_plan(config: ExperimentConfig) -> dict[str, Any]:
+    """What ``run_experiment`` would do, as plain data, without loading a model: stages (and which are done),
+    the training recipe, the sweep. ``rlvr experiment --dry-run`` prints it."""
+    check_choice(config.decoding, DECODINGS, "--decoding")
+    out = Path(config.output_dir)
+    log = StageLog(out / "stages.json")
+    recipe = training_recipe(config)
+    sweep = sweep_settings(config, recipe)
+    train_key = settings_key(_recipe_settings(recipe))
+    adapter = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
+    stages = [{"name": "train", "output": str(recipe.output_dir),
+               "done": log.done("train", train_key, [recipe.output_dir / "summary.json", adapter])}]
+    for spec in model_specs(recipe):
+        key = settings_key({"sweep": sweep, "model": spec.model, "adapter": spec.adapter,
+                            "train": log.entries.get("train", {}).get("finished") if spec.adapter else None})
+        path = out / "eval" / f"{spec.label}.jsonl"
+        stages.append({"name": f"eval-{spec.label}", "model": spec.model, "adapter": spec.adapter, "output": str(path),
+                       "done": log.done(f"eval-{spec.label}", key, [path])})
+    stages.append({"name": "report", "output": str(out / "report.html"), "done": False})
+    return {"recipe": recipe.name, "output_dir": str(out), "stages": stages, "sweep": sweep,
+            "training": recipe.to_dict()}
+
+
 def training_recipe(config: ExperimentConfig) -> Recipe:
     """The recipe as trained here: output in ``DIR/train``; in-training evaluation off unless asked for."""
     recipe = config.recipe
