@@ -121,8 +121,9 @@ def _warnings(summary: dict[str, Any]) -> str:
 
 
 def _headline(summary: dict[str, Any]) -> str:
-    seconds = summary.get("stage_seconds", {})
-    stages = ", ".join(f"{name} {_minutes(s)}" for name, s in seconds.items() if s is not None)
+    seconds = {name: s for name, s in summary.get("stage_seconds", {}).items() if s is not None}
+    stages = ", ".join(f"{name} {_minutes(s)}" for name, s in seconds.items())
+    stages += f"; together {_minutes(sum(seconds.values()))}" if seconds else ""
     evaluation = summary["evaluation"]
     return (
         f"<p><b>Command:</b> <code>{_e(summary.get('command') or 'rlvr experiment ' + summary['recipe'])}</code><br>"
