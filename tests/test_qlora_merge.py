@@ -163,3 +163,13 @@ def test_an_unknown_chat_format_is_refused():
 
     with pytest.raises(RlvrError, match="chat_format must be chatml or null"):
         ModelConfig(chat_format="llama3")
+
+
+def test_an_adapter_is_evaluated_with_the_tokenizer_it_was_trained_with(tiny_model_dir, tmp_path):
+    from rlvr.evaluation.evaluate import ModelSpec, load_for_eval
+
+    make_adapter(tiny_model_dir, tmp_path / "adapter", "chatml", modules_to_save=["lm_head", "embed_tokens"])
+    model, tokenizer, _ = load_for_eval(ModelSpec(str(tiny_model_dir), str(tmp_path / "adapter")), dtype="float32")
+    assert tokenizer.eos_token == "<|im_end|>"
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer)

@@ -325,6 +325,14 @@ def fit_model_to_tokenizer(model: Any, tokenizer: Any) -> None:
             config.eos_token_id = tokenizer.eos_token_id
 
 
+def adapter_tokenizer_dir(adapter: str | Path | None) -> str | None:
+    """The adapter directory when it holds the tokenizer it was trained with (rlvr saves it there), else None."""
+    if not adapter:
+        return None
+    path = Path(adapter).expanduser()
+    return str(path) if (path / "tokenizer_config.json").is_file() else None
+
+
 # ----------------------------------------------------------------------------- merging
 
 
@@ -343,8 +351,7 @@ def merge_adapter(adapter_dir: str | Path, base_reference: str, dtype: str, outp
 
     adapter_dir, output_dir = Path(adapter_dir), Path(output_dir)
     base_path = resolve_model(base_reference)
-    has_tokenizer = (adapter_dir / "tokenizer_config.json").is_file()
-    tokenizer = load_tokenizer(str(adapter_dir) if has_tokenizer else base_path)
+    tokenizer = load_tokenizer(adapter_tokenizer_dir(adapter_dir) or base_path)
     with _zero3_init_disabled():
         try:
             base = AutoModelForCausalLM.from_pretrained(base_path, dtype=_dtype(dtype))

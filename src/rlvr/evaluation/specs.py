@@ -77,14 +77,16 @@ def model_specs(models: list[str], adapters: list[str] | None = None, labels: li
 def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
     """(model in eval mode with the adapter merged in, tokenizer, resolved base path)."""
     from rlvr.config import ModelConfig
-    from rlvr.models import load_model, load_tokenizer, resolve_model
+    from rlvr.models import adapter_tokenizer_dir, fit_model_to_tokenizer, load_model, load_tokenizer, resolve_model
 
     if spec.adapter:
         adapter_config(spec.adapter)  # a bad adapter path fails before the model loads
     path = resolve_model(spec.model)
-    tokenizer = load_tokenizer(path)
+    tokenizer = load_tokenizer(adapter_tokenizer_dir(spec.adapter) or path)
     model = load_model(path, SimpleNamespace(model=ModelConfig(name_or_path=spec.model, dtype=dtype, lora=False)))
     if spec.adapter:
+        if adapter_tokenizer_dir(spec.adapter):  # trained with this tokenizer: its end token, any tokens it added
+            fit_model_to_tokenizer(model, tokenizer)
         model = attach_adapter(model, spec, path)
     model.eval()
     return model, tokenizer, path
