@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from rlvr.config import Recipe
 from rlvr.errors import RlvrError
 from rlvr.evaluation.published import DECODINGS, PUBLISHED_MAX_NEW_TOKENS, check_choice
 from rlvr.experiment.stages import StageLog, settings_key
+from rlvr.experiment.summary import BASE, TRAINED, build_summary
 
-BASE, TRAINED = "base", "trained"
 #: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
 TRAINING_ONLY_OPTIONS = ("limit",)
 
@@ -98,8 +97,6 @@ def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResu
         log.finish(name, key, time.time() - began)
         result.ran.append(name)
         records += new
-
-    from rlvr.experiment.summary import build_summary
 
     summary = build_summary(recipe, config, sweep, specs, records, log, wall_seconds=time.time() - start)
     result.summary = summary
@@ -243,15 +240,6 @@ def write_outputs(out: Path, recipe: Recipe, summary: dict[str, Any], records: l
     _write_jsonl(out / "samples.jsonl", records)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return write_report(out, recipe, summary, records)
-
-
-def most_common_answer(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy of always answering the most common gold answer among the evaluated items."""
-    golds = {str(r["id"]): str(r.get("ground_truth")) for r in records}
-    if not golds:
-        return {}
-    answer, count = Counter(golds.values()).most_common(1)[0]
-    return {"answer": answer, "accuracy": count / len(golds), "n": len(golds)}
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -7,17 +7,19 @@ Every evaluation number is computed from the records (``samples.jsonl``) by the 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from rlvr.config import Recipe
+
+BASE, TRAINED = "base", "trained"
 
 
 def build_summary(recipe: Recipe, config: Any, sweep: dict[str, Any], specs: list[Any], records: list[dict[str, Any]],
                   log: Any, wall_seconds: float) -> dict[str, Any]:
     from rlvr.evaluation.evaluate import summarize
     from rlvr.evaluation.published import add_published_summary
-    from rlvr.experiment.run import BASE, TRAINED, most_common_answer
 
     evaluation = summarize(records, specs)
     add_published_summary(evaluation, records)
@@ -91,3 +93,12 @@ def _json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def most_common_answer(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Accuracy of always answering the most common gold answer among the evaluated items."""
+    golds = {str(r["id"]): str(r.get("ground_truth")) for r in records}
+    if not golds:
+        return {}
+    answer, count = Counter(golds.values()).most_common(1)[0]
+    return {"answer": answer, "accuracy": count / len(golds), "n": len(golds)}
