@@ -82,3 +82,9 @@ def test_report_shows_the_before_after_evaluations_the_run_wrote(run_dir):
 
 def test_report_of_a_run_without_held_out_evaluation_says_so(run_dir):
     assert "evaluated no held-out items" in write_report(run_dir).read_text()
+
+
+def test_report_recounts_the_evaluations_of_a_run_that_stopped_before_its_summary(run_dir):
+    write_lines(run_dir / "eval_samples.jsonl", [eval_record(s, i, s == 3 or i == 1, str(i)) for s in (0, 3) for i in (1, 2)])
+    page = write_report(run_dir).read_text()
+    assert "50.0% [9%–91%] (1/2)" in page and "100.0% [34%–100%] (2/2)" in page and "1 now right, 0 now wrong" in page

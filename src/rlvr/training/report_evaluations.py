@@ -30,9 +30,10 @@ def evaluation_sections(run_dir: Path, summary: dict[str, Any], read_records: An
         parts.append("<h3>Held-out test items, before and after training</h3>")
         parts.append(_verdict_table(test))
         parts.append(_changed_items(read_records(run_dir / "test_samples.jsonl")))
+    samples = read_records(run_dir / "eval_samples.jsonl")
     evaluations = [e for e in summary.get("evaluations") or [] if isinstance(e, dict) and "accuracy" in e]
+    evaluations = evaluations or from_samples(samples)  # a run stopped before its summary: recount the samples
     if evaluations:
-        samples = read_records(run_dir / "eval_samples.jsonl")
         split = evaluations[0].get("split", "validation")
         parts.append(f"<h3>Held-out {_e(split)} items during training</h3>")
         parts.append(_evaluations_table(evaluations, samples))
@@ -41,6 +42,18 @@ def evaluation_sections(run_dir: Path, summary: dict[str, Any], read_records: An
         return ("<p>This run evaluated no held-out items (<code>run.test_items</code> and <code>run.eval_items</code> "
                 "were 0); <code>rlvr eval --adapter RUN_DIR/adapter</code> evaluates the result.</p>")
     return "".join(parts)
+
+
+def from_samples(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-step accuracy (with its Wilson interval) recounted from a run's eval samples file."""
+    from rlvr.evaluation.stats import wilson_interval
+
+    steps: dict[Any, list[bool]] = {}
+    for record in samples:
+        if record.get("sample") is None and "correct" in record:
+            steps.setdefault(record.get("step"), []).append(bool(record["correct"]))
+    return [{"step": step, "n": len(v), "correct": sum(v), "accuracy": sum(v) / len(v),
+             "ci95": list(wilson_interval(sum(v), len(v)))} for step, v in steps.items()]
 
 
 def _verdict_table(test: dict[str, Any]) -> str:
@@ -109,14 +122,16 @@ def _changed_items(samples: list[dict[str, Any]]) -> str:
         chosen = [i for i in shared if bool(first[i].get("correct")) is before and bool(last[i].get("correct")) is after]
         if not chosen:
             continue
+        questions = any(first[i].get("question") for i in chosen)  # runs before records kept questions: none
         parts.append(f"<h4>{len(chosen)} {title} (step {_e(steps[0])} → {_e(steps[-1])})</h4><table>")
-        parts.append(_row(["item", "question", f"answer at step {steps[0]}", f"answer at step {steps[-1]}", "gold"], header=True))
+        parts.append(_row(["item"] + (["question"] if questions else [])
+                          + [f"answer at step {steps[0]}", f"answer at step {steps[-1]}", "gold"], header=True))
         for item in chosen[:CHANGED_SHOWN]:
             old, new = first[item], last[item]
-            parts.append(_row([_e(item), f"<pre>{_e(_clip(old.get('question', '')))}</pre>",
-                               f"<pre>{_e(_clip(old.get('extracted_answer')))}</pre>",
-                               f"<pre>{_e(_clip(new.get('extracted_answer')))}</pre>",
-                               f"<pre>{_e(_clip(new.get('ground_truth')))}</pre>"], escape=False))
+            cells = [_e(item)] + ([f"<pre>{_e(_clip(old.get('question', '')))}</pre>"] if questions else [])
+            cells += [f"<pre>{_e(_clip(old.get('extracted_answer')))}</pre>", f"<pre>{_e(_clip(new.get('extracted_answer')))}</pre>",
+                      f"<pre>{_e(_clip(new.get('ground_truth')))}</pre>"]
+            parts.append(_row(cells, escape=False))
         parts.append("</table>")
     return "".join(parts)
 
