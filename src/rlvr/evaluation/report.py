@@ -199,7 +199,7 @@ table{border-collapse:collapse;margin:1em 0}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f2f2f2}
 .warning{background:#fdd;border:2px solid #c00;padding:1em;font-weight:bold;margin:1em 0}
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+.pair{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1em}
 .sample{border-left:4px solid #ccc;margin:.5em 0;padding:.2em .6em}
 .sample.correct{border-color:#2a2}
 .sample.incorrect{border-color:#c33}
