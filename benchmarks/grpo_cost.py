@@ -1,6 +1,6 @@
 """Cost per completion of a GRPO step: plain TRL ``GRPOTrainer`` vs rlvr, same recipe, same run.
 
-    flock /tmp/rlvr-cpu.lock python benchmarks/grpo_cost.py --steps 6
+    flock /tmp/rlvr-cpu.lock python benchmarks/grpo_cost.py
 
 Both trainers get the same model, data, reward functions, LoRA config and ``GRPOConfig`` from one
 recipe (default: the embedded CPU default), with the same seed. The baseline is TRL's own
@@ -8,7 +8,8 @@ recipe (default: the embedded CPU default), with the same seed. The baseline is 
 and a loss forward of prompt + completion per row. rlvr's trainer stops each row at the answer line,
 runs each group's prompt once in generation and in the loss, and drops finished rows from the
 generation batch. Prints seconds and completion tokens per completion for both, and their ratios.
-Steady-state steps only (the first, warm-up step is reported apart).
+Steady-state steps only (the first, warm-up step is left out); means and medians, since one step
+slowed by another process moves a mean of ten.
 """
 
 from __future__ import annotations
@@ -67,12 +68,17 @@ def measure(trainer) -> dict:  # noqa: ANN001
     steady = timer.seconds[1:] or timer.seconds
     return {
         "seconds_per_step": statistics.mean(steady),
-        "first_step_seconds": timer.seconds[0],
+        "median_seconds_per_step": statistics.median(steady),
+        "step_seconds": [round(s, 2) for s in timer.seconds],
         "completions_per_step": completions,
         "seconds_per_completion": statistics.mean(steady) / completions,
+        "median_seconds_per_completion": statistics.median(steady) / completions,
         "completion_tokens_per_completion": statistics.mean(entry["completions/mean_length"] for entry in logs),
         "clipped_ratio": statistics.mean(entry.get("completions/clipped_ratio", 0.0) for entry in logs),
         "mean_reward": statistics.mean(entry["reward"] for entry in logs),
+        # rlvr's step-time split (plain TRL logs none): generation, reward scoring, the rest (loss, backward, optimizer)
+        "split_seconds": {key: statistics.mean(entry[key] for entry in logs[1:] or logs)
+                          for key in ("time/generation", "time/rewards", "time/update") if key in logs[0]},
         "path": getattr(getattr(trainer, "shared_prompt", None), "summary", dict)(),
     }
 
@@ -80,7 +86,7 @@ def measure(trainer) -> dict:  # noqa: ANN001
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default=None, help="recipe (default: cpu-default)")
-    parser.add_argument("--steps", type=int, default=6, help="optimizer steps per trainer (the first is warm-up)")
+    parser.add_argument("--steps", type=int, default=11, help="optimizer steps per trainer (the first is warm-up)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override, repeatable")
     args = parser.parse_args()
     overrides = [
@@ -99,13 +105,15 @@ def main() -> None:
         print(label, json.dumps(results[label]), flush=True)
     base, ours = results.values()
     print()
-    print(f"{'':24}{'s/completion':>14}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}")
+    print(f"{'':24}{'s/completion':>14}{'(median)':>10}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}")
     for label, r in results.items():
-        print(f"{label:24}{r['seconds_per_completion']:14.2f}{r['completion_tokens_per_completion']:19.1f}"
-              f"{r['seconds_per_step']:9.1f}{r['clipped_ratio']:9.0%}{r['mean_reward']:8.3f}")
+        print(f"{label:24}{r['seconds_per_completion']:14.2f}{r['median_seconds_per_completion']:10.2f}"
+              f"{r['completion_tokens_per_completion']:19.1f}{r['seconds_per_step']:9.1f}{r['clipped_ratio']:9.0%}"
+              f"{r['mean_reward']:8.3f}")
     print(f"ratio (plain TRL / rlvr): seconds per completion "
-          f"{base['seconds_per_completion'] / ours['seconds_per_completion']:.2f}x, completion tokens per completion "
-          f"{base['completion_tokens_per_completion'] / ours['completion_tokens_per_completion']:.2f}x")
+          f"{base['seconds_per_completion'] / ours['seconds_per_completion']:.2f}x (medians "
+          f"{base['median_seconds_per_completion'] / ours['median_seconds_per_completion']:.2f}x), completion tokens "
+          f"per completion {base['completion_tokens_per_completion'] / ours['completion_tokens_per_completion']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -72,8 +72,8 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     return result
 
 
-def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = True) -> Any:
-    """The GRPO trainer for ``recipe``; ``stop_at_answer=False`` gives plain TRL generation (benchmarks)."""
+def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
+    """The GRPO trainer for ``recipe`` (``benchmarks/grpo_cost.py`` builds plain TRL's from the same parts)."""
     from rlvr.launch.engines import check_generation_engine
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
@@ -108,7 +108,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False, stop_at_answer: bool = Tr
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora_config(recipe) if recipe.model.lora else None,
-        stop_patterns=task.stop_patterns if stop_at_answer and recipe.run.stop_at_answer else None,
+        stop_patterns=task.stop_patterns if recipe.run.stop_at_answer else None,
         controls=controls_from(recipe),
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
