@@ -1,15 +1,20 @@
-"""Answer-line verifier on hostile 1 MB completions: seconds per completion (target: well under 1 s).
+"""Answer-line verifier on hostile 1 MB completions: seconds per completion (target: under 50 ms).
 
-    python benchmarks/verifier_speed.py
+    python benchmarks/verifier_speed.py [--all-parsers]
 
-Side by side with the published recipe's answer extraction (last number anywhere in the text) on the same inputs.
+Side by side with the published recipe's answer extraction (last number anywhere in the text) on the same inputs,
+then the worst case of the verifier over the fuzz battery (``rlvr.fuzz``: 1 MB of every character class and of
+every token the parsers look for). ``--all-parsers`` also times every other parser of model output on the battery
+(code extraction, process and keyword rewards, stop patterns), each call in a watchdog child (a stall shows as inf).
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import time
 
+from rlvr.fuzz import adversarial_texts, parsers, time_parsers
 from rlvr.verifiers.math import read_answer
 
 MB = 1_000_000
@@ -35,6 +40,9 @@ def seconds(func, text: str) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--all-parsers", action="store_true")
+    args = parser.parse_args()
     print(f"{'input (1 MB)':26}{'rlvr verifier s':>16}{'last-number regex s':>21}")
     worst = 0.0
     for name, text in INPUTS.items():
@@ -43,6 +51,13 @@ def main() -> None:
         worst = max(worst, ours)
         print(f"{name:26}{ours:16.4f}{theirs:21.4f}")
     print(f"worst case: {worst:.4f} s per 1 MB completion")
+    battery = list(adversarial_texts())
+    slowest = max((seconds(read_answer, text), name) for name, text in battery)
+    print(f"fuzz battery ({len(battery)} inputs of 1 MB): worst verifier case {slowest[0]:.4f} s ({slowest[1]})")
+    if args.all_parsers:
+        print(f"{'parser':30}{'worst s':>9}  input")
+        for name, (worst_s, label) in time_parsers(parsers(), battery, limit=30.0).items():
+            print(f"{name:30}{worst_s:9.4f}  {label}")
 
 
 if __name__ == "__main__":

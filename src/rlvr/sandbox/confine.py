@@ -1,6 +1,6 @@
-"""Confinement primitives for the sandbox worker: namespaces, mounts, limits, users, killing.
+"""Confinement primitives for the sandbox worker: namespaces, mounts, limits, users, killing, cleanup.
 
-Stdlib only (ctypes for unshare/mount/prctl, which Python 3.11's os lacks); loaded by the
+Stdlib only (ctypes for unshare/mount/prctl/pivot_root, which Python 3.11's os lacks); loaded by the
 sandbox worker, outside the rlvr package.
 """
 
@@ -8,21 +8,26 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import resource
 import signal
+import stat
 import sys
 import tempfile
 import time
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 #: World-writable places the program would otherwise share with the host: fresh, private tmpfs each run.
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -37,20 +42,42 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     return _libc.mount(as_bytes(source), as_bytes(target), as_bytes(fstype), flags, as_bytes(data)) == 0
 
 
+def umount(target: str, flags: int) -> bool:
+    return _libc.umount2(target.encode(), flags) == 0
+
+
+def pivot_root(new_root: str, put_old: str) -> bool:
+    if _PIVOT_ROOT is None:
+        return False
+    return _libc.syscall(_PIVOT_ROOT, new_root.encode(), put_old.encode()) == 0
+
+
 def prctl(option: int, value: int) -> None:
     _libc.prctl(option, value, 0, 0, 0)
 
 
 class Isolation:
-    """What this kernel and user allow; reported to the parent once."""
+    """What this kernel and user allow; reported to the parent once, with the reason for each fallback."""
 
-    def __init__(self, slot: int, uid_base: int, namespaces: bool = True):
+    def __init__(self, slot: int, uid_base: int, namespaces: bool = True, cgroup_dir: str = ""):
+        import memcg
+        import rootfs
+        import seccomp
+
         self.root = os.geteuid() == 0
         self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
         self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
+        self.memory = memcg.SlotCgroup.open(cgroup_dir)  # before the new root hides /sys
         self.netns = namespaces and unshare(CLONE_NEWNET)
+        if not namespaces:
+            self.rootfs_reason = "namespaces switched off"
+        else:
+            self.rootfs_reason = rootfs.enter() if self.root else "not root"
         self.pidns = namespaces and self._probe(lambda: unshare(CLONE_NEWPID))
         self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and private_filesystem([], 1))
+        self.ipcns = namespaces and self._probe(lambda: unshare(CLONE_NEWIPC))
+        self.seccomp = seccomp.Filter()
+        self.seccomp.probe()
 
     @staticmethod
     def _probe(attempt) -> bool:
@@ -61,11 +88,24 @@ class Isolation:
         return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
     def describe(self) -> dict:
+        if not self.rootfs_reason:
+            files = "minimal root (standard library and system libraries, read-only), private /tmp"
+        elif self.mountns:
+            files = f"mount namespace (private /tmp, hidden paths); no minimal root: {self.rootfs_reason}"
+        else:
+            files = "shared filesystem"
+        kernel = ("seccomp filter (no namespaces, keys, memfd, SysV IPC, message queues, ptrace, bpf, mounts, "
+                  "modules)") if self.seccomp.available else f"no seccomp filter: {self.seccomp.reason}"
+        memory = (f"memory cgroup {self.memory.version}: all of a program's processes together"
+                  if self.memory.available else f"rlimit per process; no memory cgroup: {self.memory.reason}")
         return {
             "network": "network namespace (no interfaces)" if self.netns else "sockets blocked by audit hook",
             "processes": "PID namespace" if self.pidns else "process group and user kill",
             "users": "separate unprivileged users" if self.root else "caller's user (not root)",
-            "files": "mount namespace (private /tmp, hidden paths)" if self.mountns else "shared filesystem",
+            "files": files,
+            "ipc": "IPC namespace" if self.ipcns else "shared IPC namespace",
+            "kernel": kernel,
+            "memory": memory,
         }
 
 
@@ -146,8 +186,11 @@ def _reap_children(block: bool = False) -> None:
             return
 
 
-def become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int], path_fds: list[int]) -> None:
-    """Everything between fork and the program's first line: fds, directory, env, limits, user."""
+def become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int], path_fds: list[int],
+                   cgroup=None) -> None:
+    """Everything between fork and the program's first line: cgroup, fds, directory, env, limits, user, filter."""
+    if cgroup is not None:
+        cgroup.join()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -164,6 +207,8 @@ def become_program(request: dict, workdir: str, isolation: Isolation, keep: tupl
         os.setresgid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
         os.setresuid(isolation.program_uid, isolation.program_uid, isolation.program_uid)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if isolation.seccomp.available and not isolation.seccomp.install():
+        os._exit(125)  # never run a program with less confinement than the worker reported
     sys.path[:] = [f"/proc/self/fd/{fd}" for fd in path_fds]
     sys.path_importer_cache.clear()
     if not isolation.netns:
@@ -187,6 +232,7 @@ def _set_limits(cpu: int, limits: dict) -> None:
         resource.RLIMIT_FSIZE: (int(limits["fsize_mb"]) * mib,) * 2,
         resource.RLIMIT_NOFILE: (int(limits["nofile"]),) * 2,
         resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_MSGQUEUE: (0, 0),
     }
     for kind, value in settings.items():
         resource.setrlimit(kind, value)
@@ -216,3 +262,83 @@ def become_tester(limits: dict, isolation: Isolation) -> None:
         os.setresgid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
         os.setresuid(isolation.tester_uid, isolation.tester_uid, isolation.tester_uid)
         prctl(PR_SET_DUMPABLE, 0)  # changing uid resets it
+
+
+def remove_tree(path: str) -> str:
+    """Remove ``path`` whatever a program left there; never raises. '' when gone, else what was left.
+
+    Flattens instead of recursing: every entry of a subdirectory is renamed up into the top directory
+    before the subdirectory is removed, so depth costs neither recursion nor open descriptors nor path
+    length. Directories are made accessible before they are opened (a program may leave mode 000 or
+    read-only directories that a non-root caller could not list or unlink in).
+    """
+    try:
+        os.chmod(path, 0o700, follow_symlinks=False)
+        top = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"cannot open {path}: {error}"
+    try:
+        _empty(top)
+    except BaseException as error:  # noqa: BLE001 - cleanup reports, it never takes a verdict down with it
+        return f"cleanup of {path} failed: {type(error).__name__}: {error}"[:300]
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return f"{path} could not be removed: {error}"
+    return ""
+
+
+def _empty(top: int) -> None:
+    moved = 0
+    seen: list[str] | None = None
+    while True:
+        names = _list(top)
+        if not names or names == seen:  # empty, or no progress since the last look
+            return
+        seen = names
+        for name in names:
+            try:
+                info = os.stat(name, dir_fd=top, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(info.st_mode):
+                _quietly(os.unlink, name, dir_fd=top)
+                continue
+            _quietly(os.chmod, name, 0o700, dir_fd=top, follow_symlinks=False)
+            try:
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+            except OSError:
+                continue
+            try:
+                for child in _list(inner, limit=1 << 20):
+                    moved += 1
+                    _quietly(os.rename, child, f".rlvr-flat-{moved}", src_dir_fd=inner, dst_dir_fd=top)
+            finally:
+                os.close(inner)
+            _quietly(os.rmdir, name, dir_fd=top)
+
+
+def _list(fd: int, limit: int = 4096) -> list[str]:
+    try:
+        with os.scandir(fd) as entries:
+            names = []
+            for entry in entries:
+                names.append(entry.name)
+                if len(names) >= limit:
+                    break
+            return names
+    except OSError:
+        return []
+
+
+def _quietly(func, *args, **kwargs) -> None:
+    try:
+        func(*args, **kwargs)
+    except OSError:
+        pass

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rlvr.sandbox import wire
+from rlvr.sandbox import memcg, wire
 from rlvr.sandbox.testcases import TestSuite
 
 log = logging.getLogger(__name__)
@@ -69,16 +69,19 @@ class RunResult:
 
 
 class _Worker:
-    """One worker process and the pipes to it."""
+    """One worker process, the pipes to it and its memory cgroup directory."""
 
-    def __init__(self, slot: int, namespaces: bool):
+    def __init__(self, slot: int, namespaces: bool, cgroup_base: str = ""):
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         uid_base = _UID_BASE + (os.getpid() % 1_000_000) * 256
+        self.cgroup = memcg.make_worker_dir(cgroup_base, slot)
         self.process = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain"],
+            [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain",
+             self.cgroup],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd="/", close_fds=True, start_new_session=True,
         )
+        os.set_blocking(self.process.stdin.fileno(), False)
         hello = self._receive(time.monotonic() + 60)
         if not isinstance(hello, dict) or "hello" not in hello:
             self.kill()
@@ -89,12 +92,12 @@ class _Worker:
         tests = json.dumps(suite.to_json()).encode()
         request = {"program": program, "setup": suite.setup, "limits": asdict(limits), "tests_size": len(tests),
                    "hide": list(hide)}
+        deadline = time.monotonic() + limits.timeout + GRACE_SECONDS
         try:
-            wire.send(self.process.stdin.fileno(), request)
-            _write_all(self.process.stdin.fileno(), tests)
+            _write_all(self.process.stdin.fileno(), wire.encode_message(request) + tests, deadline)
         except OSError:
             return None
-        return self._receive(time.monotonic() + limits.timeout + GRACE_SECONDS)
+        return self._receive(deadline)
 
     def _receive(self, deadline: float) -> dict | None:
         fd = self.process.stdout.fileno()
@@ -113,6 +116,20 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        self.close_pipes()
+        if self.cgroup:
+            memcg.remove_dir(self.cgroup)
+
+    def stop(self) -> None:
+        """End of input: the worker exits after its current run; killed if it does not within a moment."""
+        self.close_pipes()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    def close_pipes(self) -> None:
         for pipe in (self.process.stdin, self.process.stdout):
             try:
                 pipe.close()
@@ -120,11 +137,19 @@ class _Worker:
                 pass
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, deadline: float) -> None:
+    """Write everything to a non-blocking ``fd`` before ``deadline`` (TimeoutError after it)."""
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the sandbox worker stopped reading")
+        _, writable, _ = select.select([], [fd], [], left)
+        if writable:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                continue
 
 
 def default_hidden() -> tuple[str, ...]:
@@ -152,6 +177,8 @@ class Sandbox:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.limits = limits or Limits()
         self.hide = tuple(str(Path(p).resolve()) for p in (*default_hidden(), *hide))
+        self._cgroup_base, self.cgroup_reason = memcg.parent_dir()
+        memcg.sweep(self._cgroup_base)
         self._idle: queue.Queue[int] = queue.Queue()
         self._slots: dict[int, _Worker | None] = {}
         for slot in range(self.workers):
@@ -194,7 +221,7 @@ class Sandbox:
     def _worker(self, slot: int) -> _Worker:
         worker = self._slots[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._slots[slot] = _Worker(slot, self.namespaces)
+            worker = self._slots[slot] = _Worker(slot, self.namespaces, self._cgroup_base)
             with self._lock:
                 if not self._logged:
                     self._logged = True
@@ -205,7 +232,7 @@ class Sandbox:
         self._pool.shutdown(wait=True)
         for slot, worker in self._slots.items():
             if worker is not None:
-                worker.kill()
+                worker.stop()
                 self._slots[slot] = None
 
     def __enter__(self) -> Sandbox:
@@ -241,6 +268,8 @@ def _result(answer: dict, total: int) -> RunResult:
         status, detail = "timeout", detail or "wall-clock time limit"
     elif "status" in answer:
         status, detail = answer["status"], answer.get("detail", detail)
+    if answer.get("memory_exceeded") and status in ("killed", "runtime_error", "timeout"):
+        status, detail = "memory", "memory limit of all the program's processes together (cgroup)"
     if status not in STATUSES:
         status = "killed"
     return RunResult(status, defined, tuple(passed), detail, float(answer.get("seconds", 0.0)), failures)

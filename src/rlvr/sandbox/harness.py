@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import select
 
 import wire
 
@@ -132,13 +133,38 @@ class ProgramGone(Exception):
     """The program process exited, crashed or was killed: no more calls can be answered."""
 
 
-class Link:
-    """The test runner's end of the call pipe."""
+def watch(pid: int) -> int | None:
+    """A descriptor that becomes readable when process ``pid`` exits (None where pidfds are missing)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
-    def __init__(self, calls_fd: int, replies_fd: int):
+
+class Link:
+    """The test runner's end of the call pipe.
+
+    ``exit_fd`` (from :func:`watch`) ends a wait for a reply as soon as the program process exits:
+    a child it forked may still hold the reply pipe open, and would otherwise keep the test runner
+    waiting until the run's wall-clock deadline.
+    """
+
+    def __init__(self, calls_fd: int, replies_fd: int, exit_fd: int | None = None):
         self.calls_fd = calls_fd
         self.replies_fd = replies_fd
+        self.exit_fd = exit_fd
         self.alive = True
+
+    def receive(self):
+        """The program's next message; None once it is gone (exited, or the pipe broke)."""
+        if self.exit_fd is not None:
+            ready, _, _ = select.select([self.replies_fd, self.exit_fd], [], [])
+            if self.replies_fd not in ready:
+                return None
+        try:
+            return wire.receive(self.replies_fd)
+        except (OSError, wire.WireError):
+            return None
 
     def call(self, name: str | None, handle: int | None, args: tuple, kwargs: dict, **extra):
         if not self.alive:
@@ -151,9 +177,10 @@ class Link:
         request = {"name": name, "handle": handle, "args": encoded_args, "kwargs": encoded_kwargs, **extra}
         try:
             wire.send(self.calls_fd, request)
-            reply = wire.receive(self.replies_fd)
-        except (OSError, wire.WireError):
+        except OSError:
             reply = None
+        else:
+            reply = self.receive()
         if not isinstance(reply, dict):
             self.alive = False
             raise ProgramGone("the program stopped answering")

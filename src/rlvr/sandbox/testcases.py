@@ -10,7 +10,12 @@ HumanEval do not hand out free passes.
 Names the tests use but do not define are looked up in the program: they become
 stand-ins that call across the sandbox boundary (``remote``), except stdlib
 modules, which the test runner imports itself (MBPP tests use ``math`` imported
-only by the solution).
+only by the solution), and except what the problem statement itself supplies:
+HumanEval prompts define helpers the tests call (``poly`` for ``find_zero``,
+``encode_cyclic`` for ``decode_cyclic``). Those are *trusted* code: the test
+runner defines them itself from the prompt (``from_check(..., trusted=prompt)``),
+so a program that redefines them changes only its own copy, never what the tests
+call. Only the function under test comes from the program.
 """
 
 from __future__ import annotations
@@ -67,15 +72,20 @@ def from_asserts(test_list: list[str], setup: str = "") -> TestSuite:
     return TestSuite(units=units, remote={n: n for n in remote}, modules=modules, setup=setup)
 
 
-def from_check(test: str, entry_point: str) -> TestSuite:
-    """HumanEval form: a module defining ``check(candidate)``, called with the program's ``entry_point``."""
+def from_check(test: str, entry_point: str, trusted: str = "") -> TestSuite:
+    """HumanEval form: a module defining ``check(candidate)``, called with the program's ``entry_point``.
+
+    ``trusted``: code of the problem statement (HumanEval's prompt); its helpers (everything but the
+    entry point and other unimplemented stubs) run in the test runner, before the test module.
+    """
     tree = _parse(test)
     check = _find_check(tree) if tree is not None else None
     if check is None:  # unreadable test: one unit that fails in the runner, so nothing passes by accident
         return TestSuite(units=(Unit(code=f"{test}\ncheck({entry_point})", counted=True),))
     parameter = check.args.args[0].arg if check.args.args else "candidate"
-    prelude = [node for node in tree.body if node is not check]
-    free = _free_names([tree]) - {parameter}
+    helpers = trusted_helpers(trusted, entry_point)
+    prelude = [*helpers, *(node for node in tree.body if node is not check)]
+    free = _free_names([tree, ast.Module(helpers, [])]) - {parameter}
     remote_names, modules = _split_free(free)
     remote = {n: n for n in remote_names}
     remote[parameter] = entry_point
@@ -84,6 +94,27 @@ def from_check(test: str, entry_point: str) -> TestSuite:
         for stmt in check.body
     )
     return TestSuite(units=units, remote=remote, modules=modules, prelude=ast.unparse(ast.Module(prelude, [])))
+
+
+def trusted_helpers(code: str, entry_point: str) -> list[ast.stmt]:
+    """The top-level statements of a problem's own code that the tests may rely on.
+
+    Everything but the function the program must write (``entry_point``) and other stubs (a body of
+    only a docstring, ``pass`` or ``...``): imports, constants, implemented helpers. Unparsable code
+    supplies nothing.
+    """
+    tree = _parse(code) if code and code.strip() else None
+    if tree is None:
+        return []
+    return [node for node in tree.body
+            if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.name == entry_point or _is_stub(node)))]
+
+
+def _is_stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    def empty(stmt: ast.stmt) -> bool:
+        return isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+
+    return all(empty(stmt) for stmt in function.body)
 
 
 def _function_under_test(tree: ast.Module) -> str | None:

@@ -166,12 +166,17 @@ def decode(data):
     raise WireError("malformed value")
 
 
+def encode_message(message) -> bytes:
+    """One length-prefixed JSON message."""
+    body = json.dumps(message, separators=(",", ":")).encode()
+    return struct.pack(">I", len(body)) + body
+
+
 def send(fd: int, message) -> None:
     """Write one length-prefixed JSON message to ``fd``."""
     import os
 
-    body = json.dumps(message, separators=(",", ":")).encode()
-    data = struct.pack(">I", len(body)) + body
+    data = encode_message(message)
     while data:
         written = os.write(fd, data)
         data = data[written:]

@@ -1,26 +1,22 @@
 """The sandbox worker: a small pre-warmed process that forks one isolated run per request.
 
-Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain``
-(confinement primitives live in ``confine``)
-with a scrubbed environment; it never runs untrusted code itself. Per request
-(read from stdin) it forks a *runner* that:
+Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain CGROUP``
+(confinement primitives live in ``confine``, ``rootfs``, ``seccomp`` and ``memcg``) with a scrubbed
+environment; it never runs untrusted code itself, and it never reads a request: it forks a
+*runner* first, and the runner reads the next request from stdin. So no process holds another
+program's text: the worker's memory, which every run is forked from, has seen none. The runner:
 
-1. creates a fresh temporary working directory owned by the program's user;
-2. enters a new PID namespace (when allowed), so that killing its first process
-   kills every process the program started, fork bombs and ``setsid`` escapees included;
-3. forks the *supervisor* (PID 1 there), which forks the program process and
-   becomes the test runner (see ``harness``);
-4. collects verdicts until the wall-clock deadline, kills the namespace, removes
-   the directory and writes one result message to stdout.
+1. reads the request (program, limits) and enters new PID, mount and IPC namespaces (when allowed);
+2. mounts a fresh private tmpfs on /tmp and /dev/shm and makes the working directory there;
+3. forks the *supervisor* (PID 1 there), which forks the program process (into the run's memory
+   cgroup, under the seccomp filter) and becomes the test runner (see ``harness``);
+4. moves the tests from stdin to the test runner with ``splice`` (never into its own memory);
+5. collects verdicts until the wall-clock deadline, kills the namespace and writes one result to stdout.
 
-The worker itself entered a network namespace with no interface up when it
-started (when allowed); every run inherits it, so no packet leaves. Where the
-kernel refuses namespaces, sockets are blocked in the program process by an
-audit hook and processes are killed by process group and by user id.
-
-Tests travel from the parent straight into the test runner through a pipe the
-worker only splices, so they are never in the memory the program process is
-forked from.
+When the worker started it entered a network namespace with no interface up and a minimal root
+filesystem (standard library and system libraries only); every run inherits both. Where the kernel
+refuses namespaces, sockets are blocked in the program process by an audit hook, processes are
+killed by process group and by user id, and the working directory is removed by ``confine.remove_tree``.
 """
 
 from __future__ import annotations
@@ -28,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import sys
 import tempfile
@@ -37,6 +32,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import confine  # noqa: E402
 import harness  # noqa: E402
+import memcg  # noqa: E402, F401  (imported before the new root hides this directory)
+import rootfs  # noqa: E402, F401
+import seccomp  # noqa: E402, F401
 import wire  # noqa: E402
 
 sys.path.pop(0)
@@ -46,86 +44,130 @@ PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bise
            "typing", "operator", "copy", "fractions", "decimal", "datetime", "statistics", "hashlib", "json")
 for _name in PRELOAD:
     __import__(_name)
+#: Exit codes of a runner: answered, end of input, unreadable request.
+ANSWERED, END_OF_INPUT, BAD_REQUEST = 0, 3, 4
 
-#: sys.path as directory descriptors opened now, while privileged: the program's user may not be able to
-#: traverse to the interpreter's directories (e.g. under /root), but it can import through these.
+
 def open_path_fds() -> list[int]:
-    return [os.open(entry, os.O_RDONLY | os.O_DIRECTORY) for entry in sys.path if os.path.isdir(entry)]
+    """sys.path as directory descriptors (standard library only), opened while privileged: the program's
+    user may not be able to traverse to the interpreter's directories (e.g. under /root), but it can
+    import through these."""
+    return [os.open(entry, os.O_RDONLY | os.O_DIRECTORY) for entry in sys.path
+            if os.path.isdir(entry) and os.path.basename(entry) not in ("site-packages", "dist-packages")]
 
 
-PATH_FDS = open_path_fds()
+PATH_FDS: list[int] = []
+
 
 def main() -> None:
+    global PATH_FDS
     slot, uid_base, namespaces = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "namespaces"
-    isolation = confine.Isolation(slot, uid_base, namespaces)
+    isolation = confine.Isolation(slot, uid_base, namespaces, sys.argv[4] if len(sys.argv) > 4 else "")
+    PATH_FDS = open_path_fds()
     wire.send(1, {"hello": isolation.describe()})
     while True:
-        request = wire.receive(0)
-        if request is None:
-            return
-        tests_read, tests_write = os.pipe()
         pid = os.fork()
         if pid == 0:
+            code = BAD_REQUEST
             try:
-                os.close(tests_write)
-                try:
-                    result = run_one(request, tests_read, isolation)
-                except Exception as error:  # report, never hang the parent
-                    result = {"status": "killed", "detail": f"sandbox error: {error}"[:300], "events": []}
-                wire.send(1, result)
+                code = serve_one(isolation)
             finally:
-                os._exit(0)
-        os.close(tests_read)
-        _splice_tests(int(request["tests_size"]), tests_write)
-        os.close(tests_write)
-        os.waitpid(pid, 0)
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == ANSWERED):
+            return  # end of input, or a runner that broke mid-stream: the parent starts a fresh worker
 
 
-def _splice_tests(size: int, out_fd: int) -> None:
-    """Move the tests from stdin to the test runner's pipe without reading them into this process."""
-    left = size
-    while left:
-        try:
-            moved = os.splice(0, out_fd, left)
-        except BrokenPipeError:  # the run ended before reading its tests: drain and move on
-            moved = len(os.read(0, min(left, 1 << 20)))
-        if moved == 0:
-            return
-        left -= moved
+class TestsFeed:
+    """The tests that follow a request on stdin: spliced to the test runner, or dropped, never read here."""
+
+    def __init__(self, size: int):
+        self.left = size
+
+    def splice_into(self, out_fd: int) -> None:
+        while self.left:
+            try:
+                moved = os.splice(0, out_fd, self.left)
+            except BrokenPipeError:  # the test runner is gone; discard() keeps the stream in step
+                return
+            if moved == 0:
+                raise EOFError("input ended inside the tests")
+            self.left -= moved
+
+    def discard(self) -> None:
+        while self.left:
+            chunk = os.read(0, min(self.left, 1 << 20))
+            if not chunk:
+                return
+            self.left -= len(chunk)
 
 
-def run_one(request: dict, tests_fd: int, isolation: confine.Isolation) -> dict:
+def serve_one(isolation: confine.Isolation) -> int:
+    """In a fresh runner: read one request, run it, answer. Returns the runner's exit code."""
+    try:
+        request = wire.receive(0)
+    except wire.WireError:
+        return BAD_REQUEST
+    if request is None:
+        return END_OF_INPUT
+    tests = TestsFeed(int(request.get("tests_size", 0)))
+    try:
+        result = run_one(request, tests, isolation)
+    except BaseException as error:  # report, never hang the parent
+        result = {"status": "killed", "detail": f"sandbox error: {type(error).__name__}: {error}"[:300], "events": []}
+    tests.discard()
+    wire.send(1, result)
+    return ANSWERED
+
+
+def run_one(request: dict, tests: TestsFeed, isolation: confine.Isolation) -> dict:
+    global PATH_FDS
     limits = request["limits"]
     start = time.monotonic()
     in_namespace = isolation.pidns and confine.unshare(confine.CLONE_NEWPID)
     if not in_namespace:  # orphaned processes of the program come here, to be reaped
         confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
-    if isolation.mountns and confine.unshare(confine.CLONE_NEWNS):  # this runner's own view of the filesystem
+    private = isolation.mountns and confine.unshare(confine.CLONE_NEWNS)
+    if private:  # this runner's own view of the filesystem
         confine.private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
-        global PATH_FDS
         for fd in PATH_FDS:  # opened in the old view: they would see past the hidden paths
             os.close(fd)
         PATH_FDS = open_path_fds()
+    if isolation.ipcns:
+        confine.unshare(confine.CLONE_NEWIPC)
     workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-", dir="/tmp")
+    cgroup = isolation.memory.for_run(int(limits["memory_mb"]))
     try:
         os.chown(workdir, isolation.program_uid, isolation.program_uid)
         os.chmod(workdir, 0o700)
+        tests_read, tests_write = os.pipe()
         verdict_read, verdict_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # never returns: an error here must not fall back into the runner's code
             try:
                 os.close(verdict_read)
-                _supervise(request, tests_fd, verdict_write, workdir, isolation, in_namespace)
+                os.close(tests_write)
+                _supervise(request, tests_read, verdict_write, workdir, isolation, in_namespace, cgroup)
             finally:
                 os._exit(0)
         os.close(verdict_write)
-        os.close(tests_fd)
+        os.close(tests_read)
+        try:
+            tests.splice_into(tests_write)
+        finally:
+            os.close(tests_write)
         events, timed_out = _collect(verdict_read, start + float(limits["timeout"]))
         confine.kill_all(pid, isolation, in_namespace)
         os.close(verdict_read)
-        return {"events": events, "timed_out": timed_out, "seconds": time.monotonic() - start}
+        answer = {"events": events, "timed_out": timed_out, "seconds": time.monotonic() - start}
+        if cgroup is not None and cgroup.oom_kills():
+            answer["memory_exceeded"] = True
+        return answer
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if cgroup is not None:
+            cgroup.remove()
+        if not private:  # a private /tmp goes with the mount namespace; the host's needs removing
+            confine.remove_tree(workdir)
 
 
 def _collect(fd: int, deadline: float) -> tuple[list, bool]:
@@ -155,7 +197,7 @@ def _collect(fd: int, deadline: float) -> tuple[list, bool]:
 
 
 def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isolation: confine.Isolation,
-               in_namespace: bool) -> None:
+               in_namespace: bool, cgroup) -> None:
     if not in_namespace:
         os.setsid()
     elif isolation.mountns:  # a /proc that shows only this run's processes
@@ -165,7 +207,7 @@ def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isol
     program_pid = os.fork()
     if program_pid == 0:  # never returns into the supervisor's code
         try:
-            confine.become_program(request, workdir, isolation, (calls_read, replies_write), PATH_FDS)
+            confine.become_program(request, workdir, isolation, (calls_read, replies_write), PATH_FDS, cgroup)
             harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
         finally:
             os._exit(0)
@@ -178,17 +220,14 @@ def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isol
 
     suite = json.loads(harness.read_all(tests_fd))
     os.close(tests_fd)
-    try:
-        defined = wire.receive(replies_read)
-    except wire.WireError:
-        defined = None
+    link = harness.Link(calls_write, replies_read, harness.watch(program_pid))
+    defined = link.receive()
     if not isinstance(defined, dict) or defined.get("status") != "ok":
         status, detail = _program_end(program_pid, defined)
         emit({"e": "defined", "status": status, "detail": detail})
         emit({"e": "done", "status": status})
         return
     emit({"e": "defined", "status": "ok", "detail": ""})
-    link = harness.Link(calls_write, replies_read)
     harness.run_tests(suite, link, lambda i, ok, detail: emit({"e": "test", "i": i, "ok": ok, "detail": detail}))
     status = "ok"
     if not link.alive:

@@ -38,8 +38,9 @@ MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
 BODY_STOPS = [r"\n(?:def |class |if |print\(|#|assert |```)"]
 #: Base-model MBPP completions (whole programs) end at top-level test or demo code.
 PROGRAM_STOPS = [r"\n(?:if __name__|print\(|assert |```|\"\"\")"]
-#: Chat answers end with the closing fence of the first code block.
-CHAT_STOPS = [r"```[^\n]*\n[\s\S]*?\n```"]
+#: Chat answers end with the closing fence of the first code block. Fences open at a line start: a
+#: fence anywhere would rescan the rest of its line from every backtick (quadratic on a run of them).
+CHAT_STOPS = [r"^[ \t]*+```[^\n]*+\n[\s\S]*?\n[ \t]*```"]
 
 INSTRUCT_HUMANEVAL = (
     "Complete the following Python function. Answer with the complete function, including the signature, "
@@ -227,6 +228,7 @@ class CodeTask(Task):
             "code_prefix": prefix,
             "test": problem["test"],
             "entry_point": problem["entry_point"],
+            "trusted_code": problem["prompt"],  # its helpers are what the tests call (rewards.code.trusted_code)
             "test_list": [],
             "test_setup_code": "",
         }
@@ -253,6 +255,7 @@ class CodeTask(Task):
             "test_setup_code": str(row.get("test_setup_code") or ""),
             "test": "",
             "entry_point": "",
+            "trusted_code": "",
         }
 
 

@@ -33,15 +33,17 @@ ANSWER_PHRASE = "The final answer is"
 
 # The digits of a number: plain, with comma groups (checked below), with a decimal part, or a fraction.
 # It starts with a digit or '.', so the regex engine skips other text at C speed.
-_CORE = re.compile(r"\d+(?:,\d+)*(?:\.\d+)?(?:/\d+)?|\.\d+")
+# Digits and commas as one character class (a C loop; a (?:,\d+)* group costs a step per comma on
+# "1,1,1,..."), ending in a digit; _GROUPED then checks the comma grouping.
+_CORE = re.compile(r"\d(?:[\d,]*+(?<=\d)|[\d,]*\d)?(?:\.\d+)?(?:/\d+)?|\.\d+")
 _GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:/\d+)?|\.\d+")
 # What may stand right before the digits: sign, currency, sign, each optional, single spaces between.
 _PREFIX = re.compile(r"([+-]?) ?([$€£]?) ?([+-]?)$")
-_PHRASE = re.compile(r"\s*the\s+final\s+answer\s+is\s*:?", re.IGNORECASE)
+_PHRASE = re.compile(r"\s*+the\s++final\s++answer\s++is\s*+:?", re.IGNORECASE)
 # What may surround the number: words (units, a short lead-in), %, currency, colon; a final
 # period is stripped first. A single character class, so matching cannot backtrack.
 _ALLOWED_AROUND = re.compile(r"[A-Za-z\u00C0-\u024F'’\-%$€£:\s]*")
-_ANSWER_LINE = re.compile(r"^[ \t]*####", re.MULTILINE)
+_ANSWER_LINE = re.compile(r"^[ \t]*+####", re.MULTILINE)
 # Markup around an answer: \boxed{...} without nested braces keeps its content; the rest is dropped.
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _MARKUP = re.compile(r"\*+|`+|\\[()\[\]]")
@@ -72,7 +74,11 @@ def parse_number(text: str) -> float | None:
     """The value of ``text`` when it holds exactly one number and nothing but units around it."""
     if not isinstance(text, str):
         return None
-    text = strip_markup(text)
+    return _parse_plain(strip_markup(text))
+
+
+def _parse_plain(text: str) -> float | None:
+    """:func:`parse_number` of text already without markup."""
     found: list[tuple[int, int, float | None]] = []
     for match in _CORE.finditer(text):
         if match.start() and (text[match.start() - 1].isalnum() or text[match.start() - 1] == "_"):
@@ -94,8 +100,16 @@ def parse_number(text: str) -> float | None:
 
 def strip_markup(text: str) -> str:
     """``text`` without the Markdown/LaTeX wrapping of an answer, with ASCII minus signs."""
-    text = text.replace("\u2212", "-").replace("\\$", "$")
-    return _MARKUP.sub("", _BOXED.sub(r"\1", text))
+    # Each pass only where its characters occur: a 1 MB answer line costs a few memchr scans.
+    if "\u2212" in text:
+        text = text.replace("\u2212", "-")
+    if "\\" in text:
+        text = text.replace("\\$", "$")
+        if "\\boxed{" in text:
+            text = _BOXED.sub(r"\1", text)
+    if "*" in text or "`" in text or "\\" in text:
+        text = _MARKUP.sub("", text)
+    return text
 
 
 def _number_at(text: str, core: re.Match[str]) -> tuple[int, int, float | None]:
@@ -135,7 +149,7 @@ def parse_answer_line(line: str) -> tuple[float | None, bool]:
     phrase = _PHRASE.match(rest)
     if phrase:
         rest = rest[phrase.end() :]
-    return parse_number(rest), phrase is not None
+    return _parse_plain(rest), phrase is not None
 
 
 def read_answer(completion_text: str) -> AnswerLine | None:
