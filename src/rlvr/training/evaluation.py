@@ -54,6 +54,8 @@ class EvalCallback(TrainerCallback):
         return []
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step and self.evaluations:  # resumed: the evaluations before the checkpoint were restored
+            return
         self.evaluate(state.global_step)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

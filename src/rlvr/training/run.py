@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,14 +52,18 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
 
     from rlvr.training.evaluation import EvalCallback
 
+    from rlvr.training import resume as resuming
+
     if recipe.run.threads:
         torch.set_num_threads(recipe.run.threads)
-    trainer = build_trainer(recipe, quiet=quiet)
     output_dir = recipe.output_dir
-    start = time.time()
     checkpoint = _checkpoint_to_resume(output_dir, resume)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    seconds = time.time() - start
+    resumed_from = resuming.resolve(output_dir, checkpoint)
+    with resuming.continuing(recipe, output_dir, resumed_from) as (restored, orphan):
+        trainer = build_trainer(recipe, quiet=quiet)
+        run_state = resuming.attach(trainer, recipe, restored, orphan)
+        trainer.train(resume_from_checkpoint=checkpoint)
+    seconds = run_state.seconds()  # this part and every part before the checkpoint it resumed
     adapter_dir, merged_dir = save_outputs(trainer, recipe)
     history = list(trainer.state.log_history)
     rewards = [entry["reward"] for entry in history if "reward" in entry]
@@ -68,7 +71,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     result.evaluations = EvalCallback.results_of(trainer)
     result.shared_prompt = trainer.shared_prompt.summary()
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
-        write_summary(result, recipe)
+        write_summary(result, recipe, resumed_from=resumed_from)
     return result
 
 
@@ -232,7 +235,7 @@ def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None
     return adapter_dir, merged_dir
 
 
-def write_summary(result: TrainResult, recipe: Recipe) -> None:
+def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None = None) -> None:
     summary = {
         "recipe": recipe.name,
         "steps": result.steps,
@@ -245,6 +248,8 @@ def write_summary(result: TrainResult, recipe: Recipe) -> None:
         "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
         "shared_prompt": result.shared_prompt,
     }
+    if resumed_from:
+        summary["resumed_from"] = str(resumed_from)
     result.output_dir.mkdir(parents=True, exist_ok=True)
     (result.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (result.output_dir / "recipe.yaml").write_text(_yaml(recipe.to_dict()))

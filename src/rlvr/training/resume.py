@@ -1,0 +1,218 @@
+"""Runs that survive a kill: what a checkpoint needs beyond the trainer's own state.
+
+A run killed with SIGKILL leaves its checkpoints and nothing else: its MLflow run stays RUNNING,
+the held-out evaluation of step 0 lives only in the dead process, and so does the time spent.
+:class:`RunState` writes, with every checkpoint (``checkpoint-N/rlvr_state.json``), the training
+seconds so far, the evaluations so far (with their per-item verdicts) and the MLflow run id; and
+at the start of training ``rlvr_run.json`` in the output directory names the MLflow run.
+
+``rlvr train --resume`` reads them back: the MLflow run of the checkpoint continues (same run id,
+so MLflow shows one run, FINISHED at the end), the before/after table keeps its step-0 baseline,
+and ``summary.json`` counts the time of every part. A fresh ``rlvr train`` in a directory whose
+previous run was killed marks that MLflow run KILLED (tagged with the run that replaced it), so
+no run is left RUNNING.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+STATE_FILE = "rlvr_state.json"
+RUN_FILE = "rlvr_run.json"
+
+
+def load_state(checkpoint: str | Path | None) -> dict[str, Any]:
+    """The state saved with ``checkpoint`` ({} when there is none, e.g. a checkpoint of an older rlvr)."""
+    if not checkpoint:
+        return {}
+    path = Path(checkpoint) / STATE_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def latest_checkpoint(output_dir: Path) -> Path | None:
+    found = [p for p in output_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
+
+
+def previous_run_id(output_dir: Path) -> str | None:
+    try:
+        return json.loads((output_dir / RUN_FILE).read_text()).get("mlflow_run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def close_orphan(output_dir: Path, tracking_uri: str | None) -> str | None:
+    """Mark the output directory's previous MLflow run KILLED if it is still RUNNING; its id, else None.
+
+    Called before a fresh (not resumed) run: the previous process is gone, or it would not be
+    starting again in the same directory.
+    """
+    try:
+        previous = json.loads((output_dir / RUN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    run_id, pid = previous.get("mlflow_run_id"), previous.get("pid")
+    if not run_id or (isinstance(pid, int) and pid != os.getpid() and _alive(pid)):
+        return None  # nothing recorded, or that run's process is still training
+    try:
+        import mlflow
+
+        client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+        if client.get_run(run_id).info.status != "RUNNING":
+            return None
+        client.set_tag(run_id, "rlvr.ended", "killed: the process died; a fresh run replaced it")
+        client.set_terminated(run_id, status="KILLED")
+        return run_id
+    except Exception:  # another store, a deleted run: nothing to close
+        return None
+
+
+def link_replacement(orphan: str | None, tracking_uri: str | None) -> None:
+    """Tag the killed run with the id of the run that replaced it (once that one has started)."""
+    if not orphan:
+        return
+    try:
+        import mlflow
+
+        run = mlflow.active_run()
+        if run is not None:
+            mlflow.MlflowClient(tracking_uri=tracking_uri).set_tag(orphan, "rlvr.replaced_by", run.info.run_id)
+            mlflow.set_tag("rlvr.replaces", orphan)
+    except Exception:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _flush_mlflow() -> None:
+    """MLflow logs asynchronously: what is still queued dies with a killed process."""
+    try:
+        import mlflow
+
+        if mlflow.active_run() is not None:
+            mlflow.flush_async_logging()
+    except Exception:
+        pass
+
+
+def _active_run_id() -> str | None:
+    try:
+        import mlflow
+
+        run = mlflow.active_run()
+        return run.info.run_id if run is not None else None
+    except Exception:
+        return None
+
+
+class RunState(TrainerCallback):
+    """Saves the run's own state with every checkpoint; knows the time and evaluations of earlier parts."""
+
+    def __init__(self, trainer: Any, output_dir: Path, restored: dict[str, Any], orphan: str | None = None,
+                 tracking_uri: str | None = None):
+        self.trainer = trainer
+        self.output_dir = output_dir
+        self.prior_seconds = float(restored.get("seconds", 0.0))
+        self.started = time.time()
+        self.orphan = orphan
+        self.tracking_uri = tracking_uri
+
+    def seconds(self) -> float:
+        """Training time of this run and every part before its checkpoint."""
+        return self.prior_seconds + time.time() - self.started
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # After the MLflow callback (added with the trainer, before this one) has started its run.
+        if not state.is_world_process_zero:
+            return
+        run_id = _active_run_id()
+        link_replacement(self.orphan, self.tracking_uri)
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(self.output_dir / RUN_FILE, {"mlflow_run_id": run_id, "pid": os.getpid()})
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            return
+        from rlvr.training.evaluation import EvalCallback
+
+        _flush_mlflow()  # metrics up to the checkpoint are stored before it counts as saved
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if checkpoint.is_dir():
+            _write_json(checkpoint / STATE_FILE, {
+                "step": state.global_step,
+                "seconds": self.seconds(),
+                "evaluations": EvalCallback.results_of(self.trainer),
+                "mlflow_run_id": _active_run_id(),
+            })
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write atomically: a kill mid-write leaves the previous file, never half of one."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(partial, path)
+
+
+def resolve(output_dir: Path, checkpoint: str | bool | None) -> Path | None:
+    """The checkpoint directory a resume starts from (``True``: the latest in ``output_dir``)."""
+    if not checkpoint:
+        return None
+    return Path(checkpoint) if isinstance(checkpoint, str) else latest_checkpoint(output_dir)
+
+
+@contextlib.contextmanager
+def continuing(recipe: Any, output_dir: Path, checkpoint: Path | None) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """Around building and training: (state restored from ``checkpoint``, previous run closed as KILLED).
+
+    Resuming, the checkpoint's MLflow run id goes to ``MLFLOW_RUN_ID`` for the trainer's MLflow
+    callback (which reattaches to that run) and is restored after training.
+    """
+    from rlvr.training.run import tracking_uri
+
+    uri = tracking_uri(recipe.run.tracking_uri)
+    restored = load_state(checkpoint)
+    orphan = None if checkpoint else close_orphan(output_dir, uri)
+    run_id = restored.get("mlflow_run_id") or (previous_run_id(output_dir) if checkpoint else None)
+    saved = os.environ.get("MLFLOW_RUN_ID")
+    if run_id:
+        os.environ["MLFLOW_RUN_ID"] = run_id
+    try:
+        yield restored, orphan
+    finally:
+        if run_id:
+            if saved is None:
+                os.environ.pop("MLFLOW_RUN_ID", None)
+            else:
+                os.environ["MLFLOW_RUN_ID"] = saved
+
+
+def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | None) -> RunState:
+    """Add the :class:`RunState` callback and give the evaluation callback the evaluations restored."""
+    from rlvr.training.evaluation import EvalCallback
+    from rlvr.training.run import tracking_uri
+
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, EvalCallback):
+            callback.evaluations = list(restored.get("evaluations", []))
+    state = RunState(trainer, recipe.output_dir, restored, orphan, tracking_uri(recipe.run.tracking_uri))
+    trainer.add_callback(state)
+    return state
