@@ -59,7 +59,7 @@ def prctl(option: int, value: int) -> None:
 class Isolation:
     """What this kernel and user allow; reported to the parent once, with the reason for each fallback."""
 
-    def __init__(self, slot: int, uid_base: int, namespaces: bool = True, cgroup_dir: str = ""):
+    def __init__(self, slot: int, uid_base: int, namespaces: bool = True, cgroup_dir: str = "", no_cgroup: str = ""):
         import memcg
         import rootfs
         import seccomp
@@ -67,7 +67,7 @@ class Isolation:
         self.root = os.geteuid() == 0
         self.program_uid = uid_base + 2 * slot if self.root else os.getuid()
         self.tester_uid = uid_base + 2 * slot + 1 if self.root else os.getuid()
-        self.memory = memcg.SlotCgroup.open(cgroup_dir)  # before the new root hides /sys
+        self.memory = memcg.SlotCgroup.open(cgroup_dir, no_cgroup)  # before the new root hides /sys
         self.netns = namespaces and unshare(CLONE_NEWNET)
         if not namespaces:
             self.rootfs_reason = "namespaces switched off"

@@ -71,13 +71,13 @@ class RunResult:
 class _Worker:
     """One worker process, the pipes to it and its memory cgroup directory."""
 
-    def __init__(self, slot: int, namespaces: bool, cgroup_base: str = ""):
+    def __init__(self, slot: int, namespaces: bool, cgroup_base: str = "", cgroup_reason: str = ""):
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         uid_base = _UID_BASE + (os.getpid() % 1_000_000) * 256
         self.cgroup = memcg.make_worker_dir(cgroup_base, slot)
         self.process = subprocess.Popen(
             [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain",
-             self.cgroup],
+             self.cgroup, cgroup_reason or "the cgroup directory could not be made"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, cwd="/", close_fds=True, start_new_session=True,
         )
@@ -221,7 +221,7 @@ class Sandbox:
     def _worker(self, slot: int) -> _Worker:
         worker = self._slots[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._slots[slot] = _Worker(slot, self.namespaces, self._cgroup_base)
+            worker = self._slots[slot] = _Worker(slot, self.namespaces, self._cgroup_base, self.cgroup_reason)
             with self._lock:
                 if not self._logged:
                     self._logged = True

@@ -29,9 +29,9 @@ class SlotCgroup:
         self.fd, self.version, self.reason = fd, version, reason
 
     @classmethod
-    def open(cls, path: str) -> SlotCgroup:
+    def open(cls, path: str, why_not: str = "") -> SlotCgroup:
         if not path:
-            return cls(None, "", "no cgroup directory given (not root, or no writable memory cgroup)")
+            return cls(None, "", why_not or "no cgroup directory given")
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as error:

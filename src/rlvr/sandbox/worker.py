@@ -1,6 +1,6 @@
 """The sandbox worker: a small pre-warmed process that forks one isolated run per request.
 
-Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain CGROUP``
+Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain CGROUP WHY_NOT``
 (confinement primitives live in ``confine``, ``rootfs``, ``seccomp`` and ``memcg``) with a scrubbed
 environment; it never runs untrusted code itself, and it never reads a request: it forks a
 *runner* first, and the runner reads the next request from stdin. So no process holds another
@@ -62,7 +62,8 @@ PATH_FDS: list[int] = []
 def main() -> None:
     global PATH_FDS
     slot, uid_base, namespaces = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "namespaces"
-    isolation = confine.Isolation(slot, uid_base, namespaces, sys.argv[4] if len(sys.argv) > 4 else "")
+    cgroup, why_not = (sys.argv[4:6] + ["", ""])[:2]
+    isolation = confine.Isolation(slot, uid_base, namespaces, cgroup, why_not)
     PATH_FDS = open_path_fds()
     wire.send(1, {"hello": isolation.describe()})
     while True:
