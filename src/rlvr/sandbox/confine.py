@@ -186,11 +186,12 @@ def _reap_children(block: bool = False) -> None:
             return
 
 
-def become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int], path_fds: list[int],
-                   cgroup=None) -> None:
-    """Everything between fork and the program's first line: cgroup, fds, directory, env, limits, user, filter."""
-    if cgroup is not None:
-        cgroup.join()
+def become_program(request: dict, workdir: str, isolation: Isolation, keep: tuple[int, int], path_fds: list[int]) -> None:
+    """Everything between fork and the program's first line: fds, directory, env, limits, user, filter."""
+    import memcg
+
+    if isolation.memory.available:
+        memcg.program_first()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)

@@ -1,12 +1,14 @@
-"""A memory cgroup per run: one limit for all of a program's processes, whatever allocates.
+"""A memory cgroup per worker, limited afresh for each run: one limit for all of a program's processes.
 
 ``RLIMIT_AS`` is per process and counts only mappings: a program that forks, or holds memory in
 tmpfs files, pipes or kernel objects, goes past it. The parent (:mod:`rlvr.sandbox.executor`)
 makes one cgroup directory per worker under its own memory cgroup (v1 ``memory`` controller, or
-v2 where ``memory`` is delegated to its children); the worker opens it before its new root hides
-``/sys``, and each run makes a child ``run-PID`` there, sets ``limit`` (swap too), moves the
-program process in (``cgroup.procs`` <- 0) and removes it after the run. The kernel then reclaims
-or kills inside the run only; an OOM kill shows in the run's counter and is reported as ``memory``.
+v2 where ``memory`` is delegated to its children). The worker moves itself in once, at start:
+moving a process between cgroups waits for an RCU grace period (milliseconds, more than a whole
+run costs otherwise), so nothing moves per run. Each run then sets the limit to what the cgroup
+holds when it starts + ``memory_mb`` + ``TRUSTED_MB`` for the test runner (swap included), and
+reads the OOM-kill counter after. The worker, its runners and the test runner are never chosen by
+the OOM killer (``oom_score_adj`` -1000, set as root); the program is always chosen first (1000).
 
 Stdlib only: loaded by the sandbox worker, outside the rlvr package.
 """
@@ -16,14 +18,17 @@ from __future__ import annotations
 import os
 import time
 
+#: Room for the trusted side of a run (runner and test runner) under the same limit as the program.
+TRUSTED_MB = 32
 _FILES = {
-    "v1": {"limit": "memory.limit_in_bytes", "swap": "memory.memsw.limit_in_bytes", "events": "memory.oom_control"},
-    "v2": {"limit": "memory.max", "swap": "memory.swap.max", "events": "memory.events"},
+    "v1": {"limit": "memory.limit_in_bytes", "swap": "memory.memsw.limit_in_bytes", "events": "memory.oom_control",
+           "usage": "memory.usage_in_bytes"},
+    "v2": {"limit": "memory.max", "swap": "memory.swap.max", "events": "memory.events", "usage": "memory.current"},
 }
 
 
 class SlotCgroup:
-    """The worker's cgroup directory, held open by descriptor."""
+    """The worker's cgroup, held open by descriptor; the worker is inside it once :meth:`open` succeeds."""
 
     def __init__(self, fd: int | None, version: str, reason: str = ""):
         self.fd, self.version, self.reason = fd, version, reason
@@ -39,42 +44,22 @@ class SlotCgroup:
         for version, files in _FILES.items():
             try:
                 os.stat(files["limit"], dir_fd=fd)
-                return cls(fd, version)
             except OSError:
                 continue
+            slot = cls(fd, version)
+            try:
+                slot._write("cgroup.procs", "0")
+                _oom_score_adj(-1000)
+            except OSError as error:
+                os.close(fd)
+                return cls(None, "", f"cannot join {path}: {error.strerror}")
+            return slot
         os.close(fd)
         return cls(None, "", f"{path} has no memory controller")
 
     @property
     def available(self) -> bool:
         return self.fd is not None
-
-    def for_run(self, memory_mb: int) -> RunCgroup | None:
-        """A fresh child cgroup limited to ``memory_mb``; None (and the run goes on without) on failure."""
-        if self.fd is None:
-            return None
-        try:
-            return RunCgroup(self.fd, self.version, memory_mb)
-        except OSError:
-            return None
-
-
-class RunCgroup:
-    def __init__(self, slot_fd: int, version: str, memory_mb: int):
-        self.slot_fd, self.files = slot_fd, _FILES[version]
-        self.name = f"run-{os.getpid()}"
-        try:
-            os.mkdir(self.name, dir_fd=slot_fd)
-        except FileExistsError:
-            pass
-        self.fd = os.open(self.name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=slot_fd)
-        limit = str(int(memory_mb) * 1024 * 1024)
-        self._write(self.files["limit"], limit)
-        try:  # no swap: the limit holds for memory and swap together
-            self._write(self.files["swap"], limit if version == "v1" else "0")
-        except OSError:
-            pass
-        self.procs = os.open("cgroup.procs", os.O_WRONLY, dir_fd=self.fd)
 
     def _write(self, name: str, value: str) -> None:
         fd = os.open(name, os.O_WRONLY, dir_fd=self.fd)
@@ -83,17 +68,41 @@ class RunCgroup:
         finally:
             os.close(fd)
 
-    def join(self) -> None:
-        """Move the calling process (the program, before it runs) into the cgroup."""
-        os.write(self.procs, b"0")
+    def _read(self, name: str) -> str:
+        fd = os.open(name, os.O_RDONLY, dir_fd=self.fd)
+        try:
+            return os.read(fd, 8192).decode()
+        finally:
+            os.close(fd)
+
+    def limit_run(self, memory_mb: int) -> RunLimit | None:
+        """Limit the coming run to ``memory_mb`` over what the cgroup holds now; None (no cap) on failure."""
+        if self.fd is None:
+            return None
+        files = _FILES[self.version]
+        try:
+            held = int(self._read(files["usage"]).split()[0])
+            limit = str(held + (int(memory_mb) + TRUSTED_MB) * 1024 * 1024)
+            swap = limit if self.version == "v1" else "0"
+            try:  # v1 keeps memory+swap >= memory: the order that keeps it true depends on the direction
+                self._write(files["limit"], limit)
+                self._swap(files["swap"], swap)
+            except OSError:
+                self._swap(files["swap"], swap)
+                self._write(files["limit"], limit)
+            return RunLimit(self, self.oom_kills())
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _swap(self, name: str, value: str) -> None:
+        try:
+            self._write(name, value)
+        except FileNotFoundError:  # no swap accounting: nothing to cap
+            pass
 
     def oom_kills(self) -> int:
         try:
-            fd = os.open(self.files["events"], os.O_RDONLY, dir_fd=self.fd)
-            try:
-                text = os.read(fd, 4096).decode()
-            finally:
-                os.close(fd)
+            text = self._read(_FILES[self.version]["events"])
         except OSError:
             return 0
         for line in text.splitlines():
@@ -102,21 +111,28 @@ class RunCgroup:
                 return int(value)
         return 0
 
-    def remove(self) -> None:
-        """Remove the run's cgroup once its processes are gone; never raises."""
-        for fd in (self.procs, self.fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        for _ in range(100):  # the last exiting task may leave it busy for a moment
-            try:
-                os.rmdir(self.name, dir_fd=self.slot_fd)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.002)
+
+class RunLimit:
+    """One run's view of the worker's cgroup: how many OOM kills happened since the run began."""
+
+    def __init__(self, slot: SlotCgroup, kills_before: int):
+        self.slot, self.kills_before = slot, kills_before
+
+    def exceeded(self) -> bool:
+        return self.slot.oom_kills() > self.kills_before
+
+
+def program_first() -> None:
+    """Make the calling process (the program, still root) the OOM killer's first choice."""
+    _oom_score_adj(1000)
+
+
+def _oom_score_adj(value: int) -> None:
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(value))
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- parent side (host view)

@@ -8,8 +8,9 @@ program's text: the worker's memory, which every run is forked from, has seen no
 
 1. reads the request (program, limits) and enters new PID, mount and IPC namespaces (when allowed);
 2. mounts a fresh private tmpfs on /tmp and /dev/shm and makes the working directory there;
-3. forks the *supervisor* (PID 1 there), which forks the program process (into the run's memory
-   cgroup, under the seccomp filter) and becomes the test runner (see ``harness``);
+3. forks the *supervisor* (PID 1 there), which forks the program process (under the seccomp filter,
+   first in line for the OOM killer of the worker's memory cgroup) and becomes the test runner
+   (see ``harness``);
 4. moves the tests from stdin to the test runner with ``splice`` (never into its own memory);
 5. collects verdicts until the wall-clock deadline, kills the namespace and writes one result to stdout.
 
@@ -137,7 +138,7 @@ def run_one(request: dict, tests: TestsFeed, isolation: confine.Isolation) -> di
     if isolation.ipcns:
         confine.unshare(confine.CLONE_NEWIPC)
     workdir = tempfile.mkdtemp(prefix="rlvr-sandbox-", dir="/tmp")
-    cgroup = isolation.memory.for_run(int(limits["memory_mb"]))
+    cgroup = isolation.memory.limit_run(int(limits["memory_mb"]))
     try:
         os.chown(workdir, isolation.program_uid, isolation.program_uid)
         os.chmod(workdir, 0o700)
@@ -148,7 +149,7 @@ def run_one(request: dict, tests: TestsFeed, isolation: confine.Isolation) -> di
             try:
                 os.close(verdict_read)
                 os.close(tests_write)
-                _supervise(request, tests_read, verdict_write, workdir, isolation, in_namespace, cgroup)
+                _supervise(request, tests_read, verdict_write, workdir, isolation, in_namespace)
             finally:
                 os._exit(0)
         os.close(verdict_write)
@@ -161,12 +162,10 @@ def run_one(request: dict, tests: TestsFeed, isolation: confine.Isolation) -> di
         confine.kill_all(pid, isolation, in_namespace)
         os.close(verdict_read)
         answer = {"events": events, "timed_out": timed_out, "seconds": time.monotonic() - start}
-        if cgroup is not None and cgroup.oom_kills():
+        if cgroup is not None and cgroup.exceeded():
             answer["memory_exceeded"] = True
         return answer
     finally:
-        if cgroup is not None:
-            cgroup.remove()
         if not private:  # a private /tmp goes with the mount namespace; the host's needs removing
             confine.remove_tree(workdir)
 
@@ -198,7 +197,7 @@ def _collect(fd: int, deadline: float) -> tuple[list, bool]:
 
 
 def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isolation: confine.Isolation,
-               in_namespace: bool, cgroup) -> None:
+               in_namespace: bool) -> None:
     if not in_namespace:
         os.setsid()
     elif isolation.mountns:  # a /proc that shows only this run's processes
@@ -208,7 +207,7 @@ def _supervise(request: dict, tests_fd: int, verdict_fd: int, workdir: str, isol
     program_pid = os.fork()
     if program_pid == 0:  # never returns into the supervisor's code
         try:
-            confine.become_program(request, workdir, isolation, (calls_read, replies_write), PATH_FDS, cgroup)
+            confine.become_program(request, workdir, isolation, (calls_read, replies_write), PATH_FDS)
             harness.serve_program(request["program"], request.get("setup", ""), calls_read, replies_write)
         finally:
             os._exit(0)
