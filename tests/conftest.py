@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,59 @@ def tiny_model_dir(tmp_path_factory):
     from rlvr.testing import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+# ------------------------------------------------------------------ sandbox tests: nothing left on the host
+
+#: The uids this process's sandboxes give their programs (rlvr.sandbox.executor: _UID_BASE + (pid % 1e6) * 256 + ...):
+#: other sessions' sandboxes on the same host are not this test's business.
+SANDBOX_UIDS = range(1_000_000 + (os.getpid() % 1_000_000) * 256, 1_000_000 + (os.getpid() % 1_000_000 + 1) * 256)
+
+
+def _sysv_objects() -> set[tuple[str, str]]:
+    """SysV IPC objects on the host created by one of this process's sandbox users."""
+    found = set()
+    for kind in ("shm", "msg", "sem"):
+        path = Path("/proc/sysvipc") / kind
+        if path.exists():
+            header, *rows = [line.split() for line in path.read_text().splitlines()]
+            creator = header.index("cuid")
+            found |= {(kind, row[1]) for row in rows if len(row) > creator and int(row[creator]) in SANDBOX_UIDS}
+    return found
+
+
+def _key_users() -> set[int]:
+    path = Path("/proc/key-users")
+    return {int(line.split(":")[0]) for line in path.read_text().splitlines()} if path.exists() else set()
+
+
+def _sandbox_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            uid = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(uid.split()[1]) in SANDBOX_UIDS:
+            found.append(int(entry.name))
+    return found
+
+
+def _scratch_dirs() -> set[str]:
+    return {str(p) for d in ("/tmp", "/var/tmp", "/dev/shm") for p in Path(d).glob("rlvr-sandbox-*")}
+
+
+def _host_state() -> dict:
+    return {"ipc": _sysv_objects(), "keys": _key_users() & set(SANDBOX_UIDS), "scratch": _scratch_dirs()}
+
+
+@pytest.fixture()
+def host_untouched():
+    """After the test: no SysV IPC object, sandbox user's key or process, or sandbox scratch dir is new on the host."""
+    before = _host_state()
+    yield
+    after = _host_state()
+    assert after["ipc"] <= before["ipc"], f"SysV IPC objects left on the host: {after['ipc'] - before['ipc']}"
+    assert after["keys"] <= before["keys"], "kernel keys of a sandbox user left on the host"
+    assert after["scratch"] <= before["scratch"], f"scratch left on the host: {after['scratch'] - before['scratch']}"
+    assert _sandbox_processes() == []

@@ -13,6 +13,8 @@ import pytest
 from rlvr.sandbox import Limits, Sandbox, from_asserts, from_check
 from rlvr.sandbox.executor import _UID_BASE
 
+pytestmark = pytest.mark.usefixtures("host_untouched")
+
 ADD_TESTS = from_asserts(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"])
 HONEST = "def add(a, b):\n    return a + b\n"
 

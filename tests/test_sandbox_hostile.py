@@ -1,6 +1,6 @@
 """Hostile programs from the red team of issue 14: each class of hack or leak, one test each.
 
-Every test here also checks, through ``host_untouched``, that the run left nothing on the host: no SysV
+Every test here also checks, through ``host_untouched`` (conftest.py), that the run left nothing on the host: no SysV
 IPC object, no kernel key of a sandbox user, no process of a sandbox user, no scratch directory and no
 memory cgroup of the sandbox.
 """
@@ -18,7 +18,6 @@ import pytest
 
 from rlvr.rewards import build_reward
 from rlvr.sandbox import Limits, Sandbox, from_asserts
-from rlvr.sandbox.executor import _UID_BASE
 
 ADD_TESTS = from_asserts(["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"])
 HONEST = "def add(a, b):\n    return a + b\n"
@@ -32,58 +31,13 @@ LIBC = (f"import ctypes, os, platform\nlibc = ctypes.CDLL(None, use_errno=True)\
         f"NR = {SYSCALLS!r}.get(platform.machine(), {{}})\n")
 
 
+pytestmark = pytest.mark.usefixtures("host_untouched")
+
+
 @pytest.fixture(scope="module")
 def sandbox():
     with Sandbox(workers=2, limits=Limits(timeout=3, memory_mb=512)) as box:
         yield box
-
-
-# ------------------------------------------------------------------ nothing left on the host
-
-
-def _sysv_objects() -> set[tuple[str, str]]:
-    found = set()
-    for kind in ("shm", "msg", "sem"):
-        path = Path("/proc/sysvipc") / kind
-        if path.exists():
-            found |= {(kind, line.split()[1]) for line in path.read_text().splitlines()[1:] if line.split()}
-    return found
-
-
-def _key_users() -> set[int]:
-    path = Path("/proc/key-users")
-    return {int(line.split(":")[0]) for line in path.read_text().splitlines()} if path.exists() else set()
-
-
-def _sandbox_processes() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            uid = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("Uid:"))
-        except (OSError, StopIteration):
-            continue
-        if int(uid.split()[1]) >= _UID_BASE:
-            found.append(int(entry.name))
-    return found
-
-
-def _scratch_dirs() -> set[str]:
-    return {str(p) for d in ("/tmp", "/var/tmp", "/dev/shm") for p in Path(d).glob("rlvr-sandbox-*")}
-
-
-def _host_state() -> dict:
-    return {"ipc": _sysv_objects(), "keys": {u for u in _key_users() if u >= _UID_BASE}, "scratch": _scratch_dirs()}
-
-
-@pytest.fixture(autouse=True)
-def host_untouched():
-    before = _host_state()
-    yield
-    after = _host_state()
-    assert after["ipc"] <= before["ipc"], f"SysV IPC objects left on the host: {after['ipc'] - before['ipc']}"
-    assert after["keys"] <= before["keys"], "kernel keys of a sandbox user left on the host"
-    assert after["scratch"] <= before["scratch"], f"scratch left on the host: {after['scratch'] - before['scratch']}"
-    assert _sandbox_processes() == []
 
 
 # ------------------------------------------------------------------ 1. tests trust only trusted code
