@@ -75,12 +75,17 @@ class _Worker:
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         uid_base = _UID_BASE + (os.getpid() % 1_000_000) * 256
         self.cgroup = memcg.make_worker_dir(cgroup_base, slot)
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain",
-             self.cgroup, cgroup_reason or "the cgroup directory could not be made"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd="/", close_fds=True, start_new_session=True,
-        )
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain",
+                 self.cgroup, cgroup_reason or "the cgroup directory could not be made"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=env, cwd="/", close_fds=True, start_new_session=True,
+            )
+        except OSError:
+            if self.cgroup:
+                memcg.remove_dir(self.cgroup)
+            raise
         os.set_blocking(self.process.stdin.fileno(), False)
         hello = self._receive(time.monotonic() + 60)
         if not isinstance(hello, dict) or "hello" not in hello:
