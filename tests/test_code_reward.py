@@ -17,6 +17,8 @@ from rlvr.rewards.code import CodeScorer, assemble_program, extract_code
 from rlvr.sandbox import Limits
 from rlvr.tasks import get_task
 
+pytestmark = pytest.mark.usefixtures("host_untouched")
+
 TESTS = ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0", "assert add(0, 0) == 0"]
 HONEST = "```python\ndef add(a, b):\n    return a + b\n```"
 CHECK = "def check(candidate):\n    assert candidate(2, 3) == 6\n    assert candidate(0, 5) == 0\n"
