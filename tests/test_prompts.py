@@ -8,14 +8,14 @@ from rlvr.tasks.prompts import Exemplar, choose_exemplars, render_chat, render_p
 
 
 def test_zero_shot_prompt_is_the_question_and_the_cot_lead():
-    assert render_prompt("What is 2+2?", []) == "Question: What is 2+2?\nSolution: Let's think step by step. "
+    assert render_prompt("What is 2+2?", []) == "Question: What is 2+2?\nSolution: Let's think step by step."
 
 
 def test_exemplars_render_in_the_published_format():
     shot = Exemplar("Q1?", "R1.", "7")
     expected = (
         "Question: Q1?\nSolution: Let's think step by step. R1.\n#### The final answer is 7\n\n"
-        "Question: T?\nSolution: Let's think step by step. "
+        "Question: T?\nSolution: Let's think step by step."
     )
     assert render_prompt("T?", [shot]) == expected
 

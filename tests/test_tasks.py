@@ -19,7 +19,7 @@ def test_reference_solutions_split_into_reasoning_and_answer():
 def test_gsm8k_rows_have_prompt_question_and_final_answer(gsm8k_dir):
     rows = get_task("gsm8k", {"data": str(gsm8k_dir), "shots": 0}).load("test")
     assert {"prompt", "question", "final_answer", "id"} <= set(rows.column_names)
-    assert rows[0]["prompt"] == f"Question: {rows[0]['question']}\nSolution: Let's think step by step. "
+    assert rows[0]["prompt"] == f"Question: {rows[0]['question']}\nSolution: Let's think step by step."
     assert parse_gold(rows[3]["final_answer"]) == 1500
 
 
@@ -97,7 +97,7 @@ def test_arithmetic_task_generates_offline_in_the_same_format():
     rows = get_task("arithmetic", {"shots": 1, "limit": 5}).load("train")
     assert len(rows) == 5
     assert rows[0]["prompt"].count("#### The final answer is") == 1
-    assert rows[0]["prompt"].endswith("Solution: Let's think step by step. ")
+    assert rows[0]["prompt"].endswith("Solution: Let's think step by step.")
     assert parse_gold(rows[0]["final_answer"]) is not None
 
 

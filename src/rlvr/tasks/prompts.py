@@ -43,7 +43,7 @@ def render_exemplar(example: Exemplar) -> str:
 
 
 def render_target(question: str) -> str:
-    return f"Question: {question}\nSolution: {COT_LEAD} "
+    return f"Question: {question}\nSolution: {COT_LEAD}"
 
 
 def render_prompt(question: str, exemplars: list[Exemplar], style: str = "rlvr") -> str:
