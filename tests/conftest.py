@@ -25,6 +25,14 @@ FIXTURE_PROBLEMS = [
     ("Mia has 50 stickers and gives away 20%. How many are left?", "50*0.2=<<50*0.2=10>>10 given, 50-10=<<50-10=40>>40\n#### 40"),
 ]
 
+# Test-split problems, none of them in the train file (held out by question text).
+FIXTURE_TEST_PROBLEMS = [
+    ("A garden has 3 beds with 8 roses in each. How many roses are there?", "3*8=<<3*8=24>>24\n#### 24"),
+    ("Sam earns $9 an hour for 5 hours. How much does he earn?", "9*5=<<9*5=45>>45\n#### 45"),
+    ("A 24 cm ribbon is cut into 4 equal pieces. How long is each piece?", "24/4=<<24/4=6>>6\n#### 6"),
+    ("A farm sold 1,000 eggs in May and 500 in June. How many in total?", "1000+500=<<1000+500=1500>>1500\n#### 1,500"),
+]
+
 
 def write_jsonl(path, rows):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
@@ -33,10 +41,9 @@ def write_jsonl(path, rows):
 
 @pytest.fixture
 def gsm8k_dir(tmp_path):
-    """A GSM8K-format directory: train.jsonl (10 rows) and test.jsonl (4 rows)."""
-    rows = [{"question": q, "answer": a} for q, a in FIXTURE_PROBLEMS]
-    write_jsonl(tmp_path / "train.jsonl", rows)
-    write_jsonl(tmp_path / "test.jsonl", rows[:4])
+    """A GSM8K-format directory: train.jsonl (10 rows) and test.jsonl (4 other rows)."""
+    write_jsonl(tmp_path / "train.jsonl", [{"question": q, "answer": a} for q, a in FIXTURE_PROBLEMS])
+    write_jsonl(tmp_path / "test.jsonl", [{"question": q, "answer": a} for q, a in FIXTURE_TEST_PROBLEMS])
     return tmp_path
 
 

@@ -2,8 +2,11 @@
 
 This is the embedded default's task: it needs no download, and with one-digit
 operands a 135M model starts with a success rate GRPO can work with (neither 0
-nor 1). Problems are generated from a seed per split, so train, validation and
-test never share a generator stream. Exemplars come from a fourth stream.
+nor 1). Problems are generated from a seed per split, and splits never share a
+question: exemplars are drawn first, then test, validation and train, each
+skipping every question (normalised text) an earlier one took
+(:class:`rlvr.tasks.splits.QuestionPool`). A generator whose problem space is too
+small for the sizes asked is an error, not a silent overlap.
 
 reasoning-gym's own ``score_answer`` is not used: it gives partial credit when
 the gold string is a substring of the answer. The shared math rewards judge.
@@ -26,9 +29,13 @@ from rlvr.tasks.prompts import (
     render_chat,
     render_prompt,
 )
+from rlvr.tasks.splits import PRIORITY, QuestionPool
 
 _SPLIT_OFFSETS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}
 _EXEMPLAR_OFFSET = 3_000_017
+_EXEMPLARS = 8
+#: Candidates drawn per requested item before a split is declared impossible (small problem spaces).
+_DRAWS_PER_ITEM = 40
 
 
 @TASKS.register("arithmetic")
@@ -69,10 +76,9 @@ class ArithmeticTask(NumericAnswerTask):
         from datasets import Dataset
 
         check_split(split)
-        size = getattr(self, f"{split}_size")
+        items = self._splits()[split]
         if self.limit is not None:
-            size = min(size, self.limit)
-        items = self._generate(size, self.seed + _SPLIT_OFFSETS[split])
+            items = items[: self.limit]
         pool = self.exemplar_pool()
         records = []
         for index, item in enumerate(items):
@@ -85,17 +91,31 @@ class ArithmeticTask(NumericAnswerTask):
         return Dataset.from_list(records)
 
     def exemplar_pool(self) -> list[Exemplar]:
-        items = self._generate(8, self.seed + _EXEMPLAR_OFFSET)
+        items = self._splits()["exemplars"]
         return [Exemplar(item["question"], _reasoning(item), str(item["answer"])) for item in items]
 
-    def _generate(self, size: int, seed: int) -> list[dict[str, Any]]:
+    def _splits(self) -> dict[str, list[dict[str, Any]]]:
+        """Exemplars, test, validation, train: each drawn from its own stream around the questions before it."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if not cache:
+            taken = QuestionPool()
+            cache["exemplars"] = taken.draw(self._stream(_EXEMPLARS, _EXEMPLAR_OFFSET), _EXEMPLARS, "arithmetic exemplars")
+            for split in PRIORITY:
+                size = getattr(self, f"{split}_size")
+                cache[split] = taken.draw(self._stream(size, _SPLIT_OFFSETS[split]), size, f"arithmetic {split} split")
+        return cache
+
+    def _stream(self, size: int, offset: int) -> Any:
+        """Items of the generator's stream for ``seed + offset``, generated lazily as they are read."""
         try:
             import reasoning_gym
         except ImportError:
             raise RlvrError("the arithmetic task needs reasoning-gym: pip install reasoning-gym") from None
         try:
-            dataset = reasoning_gym.create_dataset(self.generator, size=size, seed=seed, **self.generator_config)
-            return [dict(item) for item in dataset]
+            dataset = reasoning_gym.create_dataset(
+                self.generator, size=size * _DRAWS_PER_ITEM + 100, seed=self.seed + offset, **self.generator_config
+            )
+            yield from (dict(item) for item in dataset)
         except (ValueError, TypeError, AssertionError, KeyError) as error:
             raise RlvrError(f"reasoning-gym generator '{self.generator}' rejected its options: {error}") from None
 

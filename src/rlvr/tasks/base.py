@@ -90,6 +90,9 @@ class Task(abc.ABC):
     takes_shots: ClassVar[bool] = False
     #: The reward whose raw score decides "correct" in training batches (full credit, 1.0, is correct).
     judged_by: ClassVar[str | None] = None
+    #: Rows each split lost because an earlier split (test, then validation) holds their question
+    #: (tasks that read files set it when they split; see :mod:`rlvr.tasks.splits`).
+    dropped_overlaps: ClassVar[dict[str, int]] = {}
 
     @abc.abstractmethod
     def load(self, split: str) -> Any:
@@ -132,6 +135,12 @@ class Task(abc.ABC):
     def close(self) -> None:
         """Release what judging started (the code tasks' sandbox workers). Judging again restarts it."""
         return None
+
+    def overlap(self) -> dict[str, Any]:
+        """Questions shared between this task's splits (zero when held out means held out), and rows dropped."""
+        from rlvr.tasks.splits import overlap_report
+
+        return overlap_report(self)
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
         """Reward functions (raw scores) from recipe specs, or the task's defaults; weights go to :meth:`reward_weights`."""

@@ -31,6 +31,7 @@ from rlvr.rewards.base import completion_text
 from rlvr.rewards.code import CodeScore, CodeScorer, extract_code
 from rlvr.sandbox import Limits
 from rlvr.tasks.base import TASKS, Outcome, Task, check_split
+from rlvr.tasks.splits import disjoint_rows
 
 DATASETS = ("mbpp", "humaneval")
 MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
@@ -236,9 +237,14 @@ class CodeTask(Task):
     # ------------------------------------------------------------------ MBPP
 
     def _mbpp(self, split: str) -> list[dict[str, Any]]:
-        low, high = MBPP_SPLITS[split]
-        rows = [r for r in _load_mbpp(self.data) if low <= int(r.get("task_id", 0)) <= high]
-        return [self._mbpp_record(row) for row in sorted(rows, key=lambda r: int(r["task_id"]))]
+        """MBPP's split by task id, less rows whose text an earlier split (test, validation) holds."""
+        source = _load_mbpp(self.data)
+        by_split = {
+            name: sorted((r for r in source if low <= int(r.get("task_id", 0)) <= high), key=lambda r: int(r["task_id"]))
+            for name, (low, high) in MBPP_SPLITS.items()
+        }
+        kept, self.dropped_overlaps = disjoint_rows(by_split, lambda row: str(row["text"]))
+        return [self._mbpp_record(row) for row in kept[split]]
 
     def _mbpp_record(self, row: dict[str, Any]) -> dict[str, Any]:
         tests = [str(t) for t in row["test_list"]]

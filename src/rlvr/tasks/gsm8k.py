@@ -5,7 +5,9 @@ directory holding ``train.jsonl`` / ``test.jsonl`` (or a single JSONL file) in
 GSM8K's format: ``question``, and ``answer`` ending with a ``#### N`` line.
 
 Splits: ``train`` and ``validation`` are a seeded 90/10 split of GSM8K's train
-split; ``test`` is GSM8K's test split, reserved for evaluation.
+split; ``test`` is GSM8K's test split, reserved for evaluation. A question that
+occurs in more than one split (normalised text) is kept in test, else in
+validation, and dropped from the others; ``dropped_overlaps`` counts the drops.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rlvr.tasks.prompts import (
     render_chat,
     render_prompt,
 )
+from rlvr.tasks.splits import disjoint_rows
 from rlvr.verifiers.math import find_answer_line
 
 HUB_ID = "openai/gsm8k"
@@ -108,20 +111,34 @@ class GSM8KTask(NumericAnswerTask):
         pool = self._exemplar_pool()
         records = [self._record(index, row, split, pool) for index, row in rows]
         if not records:
-            raise RlvrError(f"gsm8k split '{split}' is empty.")
+            hint = " (every question in it is also in the test split: a single file serves every split)" if split != "test" and Path(self.data).expanduser().is_file() else ""
+            raise RlvrError(f"gsm8k split '{split}' is empty{hint}.")
         return Dataset.from_list(records)
 
     def rows(self, split: str) -> list[tuple[int, dict[str, Any]]]:
-        """(index in the source split, raw row) for ``split``, before any limit."""
+        """(index in the source split, raw row) for ``split``, before any limit, without cross-split duplicates."""
         check_split(split)
-        if split == "test":
+        if split == "test":  # kept whole: it needs no other split
             return list(enumerate(self._source("test")))
+        cache = self.__dict__.setdefault("_cache", {})
+        if "splits" not in cache:
+            cache["splits"], self.dropped_overlaps = disjoint_rows(self._raw_splits(), lambda pair: pair[1]["question"])
+        return cache["splits"][split]
+
+    def _raw_splits(self) -> dict[str, list[tuple[int, dict[str, Any]]]]:
         source = self._source("train")
         order = list(range(len(source)))
         random.Random(self.seed).shuffle(order)
         cut = max(1, round(len(order) * self.validation_fraction))
-        chosen = sorted(order[:cut]) if split == "validation" else sorted(order[cut:])
-        return [(i, source[i]) for i in chosen]
+        try:
+            test = list(enumerate(self._source("test")))
+        except RlvrError:  # a directory without test.jsonl: nothing to keep apart from
+            test = []
+        return {
+            "test": test,
+            "validation": [(i, source[i]) for i in sorted(order[:cut])],
+            "train": [(i, source[i]) for i in sorted(order[cut:])],
+        }
 
     def _record(self, index: int, row: dict[str, Any], split: str, pool: list[Exemplar]) -> dict[str, Any]:
         try:

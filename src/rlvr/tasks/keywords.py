@@ -24,6 +24,7 @@ from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import RewardFunc
 from rlvr.rewards.keywords import judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
+from rlvr.tasks.splits import disjoint_rows
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
 from rlvr.verifiers.keywords import Judgement
 
@@ -84,8 +85,10 @@ class KeywordsTask(Task):
             "test": order[:n_test],
             "validation": order[n_test : n_test + n_validation],
             "train": order[n_test + n_validation :],
-        }[split]
-        return [(i, source[i]) for i in sorted(chosen)]
+        }
+        by_split = {name: [(i, source[i]) for i in sorted(indices)] for name, indices in chosen.items()}
+        kept, self.dropped_overlaps = disjoint_rows(by_split, lambda pair: str(pair[1]["prompt"]))
+        return kept[split]
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
         """As the base class, with this task's rubric and semantic setting filled into ``keywords`` rewards."""
