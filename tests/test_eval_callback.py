@@ -83,3 +83,47 @@ def test_a_code_recipe_evaluates_during_training_by_pass_at_1(tmp_path):
     assert [e["step"] for e in result.evaluations] == [0, 1]
     assert all(e["n"] == 2 and e["shots"] is None and e["accuracy_name"] == "pass@1" for e in result.evaluations)
     assert "pass@1 [95% CI]" in before_after_table(result.evaluations)
+
+
+def test_training_ends_with_a_test_verdict_before_and_after_on_the_same_items(tmp_path):
+    import json
+
+    from rlvr.training.run import train
+
+    model = build_tiny_model(tmp_path / "tiny")
+    recipe = recipe_from_dict({
+        "name": "tiny-test",
+        "model": {"name_or_path": str(model), "dtype": "float32", "lora": True, "lora_r": 2, "lora_alpha": 4},
+        "task": {"name": "arithmetic", "shots": 1, "train_size": 8, "validation_size": 2, "test_size": 5},
+        "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 4,
+                 "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": 0},
+        "run": {"output_dir": str(tmp_path / "out"), "test_items": 4, "eval_max_new_tokens": 4},
+    })
+    result = train(recipe, quiet=True)
+    test = result.test
+    assert test["items"] == 4 and test["split"] == "test" and test["shots"] == 1
+    assert test["before"]["step"] == 0 and test["after"]["step"] == 2
+    assert test["now_right"] + test["now_wrong"] + test["both_right"] + test["both_wrong"] == 4
+    assert test["gain"] == (test["now_right"] - test["now_wrong"]) / 4
+    assert test["gain_ci95"][0] <= test["gain"] <= test["gain_ci95"][1] and 0 < test["mcnemar_p"] <= 1
+    assert test["overlap"]["shared"] == {"train/validation": 0, "train/test": 0, "validation/test": 0}
+    assert test["constant_answer"]["n"] == 4 and 0 <= test["constant_answer"]["accuracy"] <= 1
+    assert result.evaluations == []  # no validation diagnostics asked for
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["headline"] == "test" and summary["test"]["mcnemar_p"] == test["mcnemar_p"]
+    samples = [json.loads(line) for line in (tmp_path / "out" / "test_samples.jsonl").read_text().splitlines()]
+    assert sorted({s["step"] for s in samples}) == [0, 2]
+    before = [s["prompt_hash"] for s in samples if s["step"] == 0]
+    assert before == [s["prompt_hash"] for s in samples if s["step"] == 2]  # same items, same prompts
+
+
+def test_headline_prints_gain_interval_p_format_and_constant_answer():
+    from rlvr.training.verdict import headline, verdict
+
+    before = evaluation(0, [False] * 8 + [True] * 2)
+    after = evaluation(40, [True] * 9 + [False])
+    baseline = {"answer": "1", "accuracy": 0.1, "n": 10}
+    text = headline(verdict(before, after, baseline, {"shared": {"train/test": 0}}))
+    assert "0 of 10 test questions also in the train split" in text
+    assert "+70.0 points [95% CI" in text and "8 now right, 1 now wrong; McNemar exact p = 0.039" in text
+    assert "format    100% -> 100%" in text and "always answering '1'" in text and "10.0%" in text

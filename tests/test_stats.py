@@ -87,3 +87,21 @@ def test_mcnemar_exact_matches_the_binomial_sum():
         n = first + second
         tail = sum(math.comb(n, i) for i in range(min(first, second) + 1)) / 2**n
         assert mcnemar_exact(first, second) == pytest.approx(min(1.0, 2 * tail))
+
+
+def test_paired_difference_interval_reproduces_newcombes_worked_example():
+    from rlvr.evaluation.stats import paired_difference_interval
+
+    # Newcombe (1998), paired data example: 12 both, 9 only second... as (both, only first, only second, neither).
+    low, high = paired_difference_interval(12, 2, 9, 21)
+    assert round(low, 4) == 0.0112 and round(high, 4) == 0.2954
+
+
+def test_paired_difference_interval_holds_the_difference_and_stays_in_range():
+    from rlvr.evaluation.stats import paired_difference_interval
+
+    assert paired_difference_interval(0, 0, 0, 0) == (-1.0, 1.0)
+    low, high = paired_difference_interval(0, 0, 200, 0)
+    assert low > 0.9 and high == 1.0
+    low, high = paired_difference_interval(60, 10, 40, 90)
+    assert low < 30 / 200 < high

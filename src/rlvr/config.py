@@ -78,7 +78,10 @@ class RunConfig:
     merge_adapter: bool = False
     #: CPU threads for torch (None: torch's default).
     threads: int | None = None
-    #: Held-out items evaluated (greedy, same scoring as `rlvr eval`) before training and at the end; 0: none.
+    #: The run's verdict: the first N TEST items, evaluated greedily with the training prompt before and after
+    #: training; the gain, its 95% interval and McNemar p head the summary (0: no test evaluation).
+    test_items: int = 0
+    #: Validation items evaluated (greedy, same scoring as `rlvr eval`) before training and at the end; 0: none.
     eval_items: int = 0
     #: Also evaluate every N steps (0: only before and after training).
     eval_every_steps: int = 0
@@ -124,8 +127,8 @@ class RunConfig:
             isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in self.sweep_shots
         ):
             raise RlvrError(f"run.sweep_shots must be a non-empty list of shot counts 0-8, got {self.sweep_shots!r}.")
-        for name, least in (("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1), ("eval_batch_size", 1),
-                            ("sweep_items", 1)):
+        for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1),
+                            ("eval_batch_size", 1), ("sweep_items", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")

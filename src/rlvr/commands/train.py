@@ -39,9 +39,13 @@ def run(args: argparse.Namespace) -> int:
 
 def print_summary(result) -> None:  # noqa: ANN001
     from rlvr.training.evaluation import before_after_table
+    from rlvr.training.verdict import headline
 
     start, end = result.reward_start, result.reward_end
     print()
+    if result.test:
+        print(headline(result.test))
+        print("Diagnostics (training batches and validation; not evidence of learning):")
     print(f"Trained {result.steps} steps in {result.seconds / 60:.1f} min ({result.seconds / max(1, result.steps):.1f} s/step).")
     if start is not None and end is not None:
         trend = "rose" if end > start else "did not rise"

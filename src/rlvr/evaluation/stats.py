@@ -100,3 +100,28 @@ def paired_score_test(first: Sequence[float], second: Sequence[float]) -> float:
     if not differences:
         return 1.0
     return float(wilcoxon(differences).pvalue)
+
+
+def paired_difference_interval(
+    both: int, only_first: int, only_second: int, neither: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """95% interval for (second accuracy - first accuracy) on the same items: Newcombe's hybrid score method.
+
+    Newcombe (1998), "Improved confidence intervals for the difference between binomial proportions based on
+    paired data", method 10: Wilson intervals of the two accuracies, combined with the phi correlation of the
+    paired verdicts. Stays inside [-1, 1] and behaves at 0 or n discordant items, where a Wald interval does not.
+    """
+    n = both + only_first + only_second + neither
+    if n == 0:
+        return -1.0, 1.0
+    p1, p2 = (both + only_first) / n, (both + only_second) / n
+    l1, u1 = wilson_interval(both + only_first, n, confidence)
+    l2, u2 = wilson_interval(both + only_second, n, confidence)
+    margins = (both + only_first) * (only_second + neither) * (both + only_second) * (only_first + neither)
+    cross = both * neither - only_first * only_second
+    cross = cross - n / 2 if cross > n / 2 else min(cross, 0)  # Newcombe's continuity-corrected phi
+    phi = cross / math.sqrt(margins) if margins else 0.0
+    diff = p2 - p1
+    lower = math.sqrt(max(0.0, (p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2))
+    upper = math.sqrt(max(0.0, (u2 - p2) ** 2 - 2 * phi * (u2 - p2) * (p1 - l1) + (p1 - l1) ** 2))
+    return max(-1.0, diff - lower), min(1.0, diff + upper)

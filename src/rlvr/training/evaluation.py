@@ -1,10 +1,15 @@
 """Held-out evaluation during training: before the first step, every N steps, and after the last.
 
 It runs the same generation and scoring as ``rlvr eval`` (greedy, stopped at
-the answer line, judged by the task's rewards) on the first ``run.eval_items``
-items of ``run.eval_split``, logs ``eval/accuracy`` (and format rate, mean
-tokens, seconds) through the trainer's ``log`` so MLflow records them, and keeps
-each evaluation for the before/after table printed when training ends.
+the answer line, judged by the task's rewards). Two instances can run:
+
+* validation (``run.eval_items`` items of ``run.eval_split``, also every
+  ``run.eval_every_steps``): a diagnostic, logged as ``eval/accuracy``;
+* test (``run.test_items`` items of the test split, before and after training
+  only): the run's verdict (:mod:`rlvr.training.verdict`), logged as ``test/accuracy``.
+
+Each logs accuracy, format rate, mean tokens and seconds through the trainer's
+``log`` so MLflow records them, and keeps every evaluation for the summary.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from rlvr.evaluation.stats import mcnemar_exact, paired_counts
 
 class EvalCallback(TrainerCallback):
     def __init__(self, trainer: Any, task: Any, items: Any, every_steps: int, max_new_tokens: int, batch_size: int,
-                 split: str, output_dir: Path | None = None):
+                 split: str, output_dir: Path | None = None, role: str = "diagnostic"):
         self.trainer = trainer
         self.task = task
         self.items = items
@@ -30,28 +35,47 @@ class EvalCallback(TrainerCallback):
         self.batch_size = batch_size
         self.split = split
         self.output_dir = output_dir
+        self.role = role  # "diagnostic" (validation, eval/*) or "verdict" (the test evaluation, test/*)
+        self.prefix = "test" if role == "verdict" else "eval"
         self.evaluations: list[dict[str, Any]] = []
 
     @classmethod
     def install(cls, trainer: Any, recipe: Any, task: Any) -> EvalCallback | None:
-        """Add the callback when the recipe asks for evaluation (``run.eval_items`` > 0)."""
+        """Add the validation callback when the recipe asks for it (``run.eval_items`` > 0)."""
         run = recipe.run
         if not run.eval_items:
             return None
-        items = task.load(run.eval_split)
-        items = items.select(range(min(run.eval_items, len(items))))
-        callback = cls(trainer, task, items, run.eval_every_steps, run.eval_max_new_tokens, run.eval_batch_size,
-                       run.eval_split, recipe.output_dir)
+        return cls._add(trainer, recipe, task, run.eval_split, run.eval_items, run.eval_every_steps, "diagnostic")
+
+    @classmethod
+    def install_test(cls, trainer: Any, recipe: Any, task: Any) -> EvalCallback | None:
+        """Add the test-split callback, before and after training only, when ``run.test_items`` > 0."""
+        if not recipe.run.test_items:
+            return None
+        return cls._add(trainer, recipe, task, "test", recipe.run.test_items, 0, "verdict")
+
+    @classmethod
+    def _add(cls, trainer: Any, recipe: Any, task: Any, split: str, count: int, every: int, role: str) -> EvalCallback:
+        run = recipe.run
+        items = task.load(split)
+        items = items.select(range(min(count, len(items))))
+        callback = cls(trainer, task, items, every, run.eval_max_new_tokens, run.eval_batch_size, split, recipe.output_dir, role)
         trainer.add_callback(callback)
         return callback
 
     @staticmethod
-    def results_of(trainer: Any) -> list[dict[str, Any]]:
-        """The evaluations the trainer's EvalCallback made (empty without one)."""
+    def of(trainer: Any, role: str = "diagnostic") -> EvalCallback | None:
+        """The trainer's EvalCallback with ``role`` ("diagnostic" or "verdict"), if any."""
         for callback in trainer.callback_handler.callbacks:
-            if isinstance(callback, EvalCallback):
-                return callback.evaluations
-        return []
+            if isinstance(callback, EvalCallback) and callback.role == role:
+                return callback
+        return None
+
+    @staticmethod
+    def results_of(trainer: Any, role: str = "diagnostic") -> list[dict[str, Any]]:
+        """The evaluations the trainer's EvalCallback with ``role`` made (empty without one)."""
+        callback = EvalCallback.of(trainer, role)
+        return callback.evaluations if callback else []
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.global_step and self.evaluations:  # resumed: the evaluations before the checkpoint were restored
@@ -90,11 +114,11 @@ class EvalCallback(TrainerCallback):
     def _log(self, step: int, stats: dict[str, Any], seconds: float) -> None:
         trainer = self.trainer
         if trainer.accelerator.is_main_process:
-            print(f"eval step {step}: {stats['accuracy_name']} {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
+            print(f"{self.prefix} step {step}: {stats['accuracy_name']} {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
                   f"format {_share(stats['format_rate'])}, {seconds:.0f} s", flush=True)
-        metrics = {"eval/accuracy": stats["accuracy"], "eval/format_rate": stats["format_rate"],
-                   "eval/mean_completion_tokens": stats["mean_completion_tokens"], "eval/seconds": seconds}
-        metrics = {key: value for key, value in metrics.items() if value is not None}  # no notion of form: not logged
+        metrics = {"accuracy": stats["accuracy"], "format_rate": stats["format_rate"],
+                   "mean_completion_tokens": stats["mean_completion_tokens"], "seconds": seconds}
+        metrics = {f"{self.prefix}/{key}": value for key, value in metrics.items() if value is not None}  # no notion of form: not logged
         training = trainer.model.training
         trainer.model.eval()  # GRPOTrainer.log then leaves the training metrics of the current step alone
         try:
@@ -106,7 +130,7 @@ class EvalCallback(TrainerCallback):
         if self.output_dir is None or not self.trainer.accelerator.is_main_process:
             return
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        with (self.output_dir / "eval_samples.jsonl").open("a", encoding="utf-8") as handle:
+        with (self.output_dir / f"{self.prefix}_samples.jsonl").open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps({"step": step, **record}, ensure_ascii=False) + "\n")
 

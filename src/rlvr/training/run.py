@@ -26,8 +26,10 @@ class TrainResult:
     seconds: float
     rewards: list[float] = field(default_factory=list)  # mean reward per logged step
     log_history: list[dict[str, Any]] = field(default_factory=list)
-    evaluations: list[dict[str, Any]] = field(default_factory=list)  # held-out evaluations (run.eval_items)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # validation diagnostics (run.eval_items)
     shared_prompt: dict[str, str] = field(default_factory=dict)  # path of rollouts and loss (shared prompt or TRL's)
+    test: dict[str, Any] | None = None  # the verdict on held-out test items (run.test_items): rlvr.training.verdict
+    overlap: dict[str, Any] | None = None  # questions shared between the task's splits (tasks.splits.overlap_report)
 
     @property
     def reward_start(self) -> float | None:
@@ -70,9 +72,27 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     result = TrainResult(output_dir, adapter_dir, merged_dir, trainer.state.global_step, seconds, rewards, history)
     result.evaluations = EvalCallback.results_of(trainer)
     result.shared_prompt = trainer.shared_prompt.summary()
+    result.overlap = trainer.rlvr_overlap
+    result.test = test_verdict(trainer, result.overlap)
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe, resumed_from=resumed_from)
     return result
+
+
+def test_verdict(trainer: Any, overlap: dict[str, Any]) -> dict[str, Any] | None:
+    """The before/after verdict of the test evaluation (None without ``run.test_items``)."""
+    from rlvr.evaluation.baselines import constant_answer_accuracy
+    from rlvr.training.evaluation import EvalCallback
+    from rlvr.training.verdict import verdict
+
+    callback = EvalCallback.of(trainer, "verdict")
+    if callback is None or len(callback.evaluations) < 2:
+        return None
+    if "final_answer" in callback.items.column_names:
+        baseline = constant_answer_accuracy(callback.task.load("train")["final_answer"], callback.items["final_answer"])
+    else:
+        baseline = {"answer": None, "accuracy": None, "note": "the task has no single final answer per item"}
+    return verdict(callback.evaluations[0], callback.evaluations[-1], baseline, overlap)
 
 
 def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
@@ -122,7 +142,9 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         ConsoleCallback.install(trainer)
         if trainer.accelerator.is_main_process:
             print(trainer.shared_prompt.line(), flush=True)
-    EvalCallback.install(trainer, recipe, task)  # held-out evaluation when run.eval_items > 0
+    EvalCallback.install(trainer, recipe, task)  # validation diagnostics when run.eval_items > 0
+    EvalCallback.install_test(trainer, recipe, task)  # the test verdict when run.test_items > 0
+    trainer.rlvr_overlap = task.overlap()
     return trainer
 
 
@@ -238,6 +260,7 @@ def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None
 def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None = None) -> None:
     summary = {
         "recipe": recipe.name,
+        "headline": "test" if result.test else "reward (no run.test_items: no held-out verdict)",
         "steps": result.steps,
         "seconds": round(result.seconds, 1),
         "reward_start": result.reward_start,
@@ -245,6 +268,8 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
         "rewards": result.rewards,
         "adapter_dir": str(result.adapter_dir) if result.adapter_dir else None,
         "merged_dir": str(result.merged_dir) if result.merged_dir else None,
+        "test": result.test,
+        "overlap": result.overlap,
         "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
         "shared_prompt": result.shared_prompt,
     }

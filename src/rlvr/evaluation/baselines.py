@@ -1,0 +1,35 @@
+"""What a model scores without solving anything: always giving the train split's most common answer.
+
+A trained model can gain accuracy by learning the answer distribution (small
+answer spaces, skewed generators) rather than the skill. The constant-answer
+accuracy, learnt from the TRAIN split's answers and measured on the evaluated
+items, is printed beside every held-out gain so such a gain shows for what it is.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+
+def answer_key(answer: Any) -> str:
+    """Answers compared as numbers where they are numbers (``"1,000"`` == ``"1000"``), else as stripped text."""
+    from rlvr.verifiers.math import format_answer, parse_gold
+
+    value = parse_gold(answer) if isinstance(answer, str) else None
+    return format_answer(value) if value is not None else str(answer).strip()
+
+
+def most_common_answer(train_answers: Sequence[Any]) -> str | None:
+    """The most frequent answer of the train split (ties: the one seen first); None without answers."""
+    counts = Counter(answer_key(a) for a in train_answers)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def constant_answer_accuracy(train_answers: Sequence[Any], gold_answers: Sequence[Any]) -> dict[str, Any]:
+    """``{"answer", "accuracy", "n"}``: always answering the train split's most common answer on ``gold_answers``."""
+    answer = most_common_answer(train_answers)
+    n = len(gold_answers)
+    hits = sum(answer_key(g) == answer for g in gold_answers) if answer is not None else 0
+    return {"answer": answer, "accuracy": hits / n if n else 0.0, "n": n, "learnt_from": "train split answers"}

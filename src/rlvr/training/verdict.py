@@ -1,0 +1,68 @@
+"""The run's verdict: did training make the model better on problems it never saw?
+
+Built from the test-split evaluations before and after training (the same
+items, the training prompt, greedy): the accuracy gain with its 95% interval
+(Newcombe, paired), the exact McNemar p, the format rate before and after (a
+gain in format is not a gain in answers), the accuracy of always giving the
+train split's most common answer (a gain up to it needs no skill), and the
+train/test overlap that was checked. ``rlvr train`` prints it as its headline
+and writes it to ``summary.json`` under ``test``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval
+
+_KEPT = ("step", "n", "correct", "accuracy", "ci95", "format_rate", "stopped_rate", "mean_completion_tokens", "seconds")
+
+
+def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, Any], overlap: dict[str, Any]) -> dict[str, Any]:
+    """The summary entry comparing two evaluations of the same test items (each with per-item ``verdicts``)."""
+    ids = [i for i in before["verdicts"] if i in after["verdicts"]]
+    counts = paired_counts([before["verdicts"][i] for i in ids], [after["verdicts"][i] for i in ids])
+    both, now_wrong, now_right, neither = counts
+    n = max(1, len(ids))
+    low, high = paired_difference_interval(*counts)
+    return {
+        "split": "test",
+        "items": len(ids),
+        "shots": before.get("shots"),
+        "decoding": "greedy",
+        "before": {k: before[k] for k in _KEPT if k in before},
+        "after": {k: after[k] for k in _KEPT if k in after},
+        "gain": (now_right - now_wrong) / n,
+        "gain_ci95": [low, high],
+        "gain_ci_method": "Newcombe hybrid score, paired",
+        "now_right": now_right,
+        "now_wrong": now_wrong,
+        "both_right": both,
+        "both_wrong": neither,
+        "mcnemar_p": mcnemar_exact(now_wrong, now_right),
+        "constant_answer": baseline,
+        "overlap": overlap,
+    }
+
+
+def headline(v: dict[str, Any]) -> str:
+    """The console lines that open a run's summary."""
+    before, after, overlap = v["before"], v["after"], v["overlap"]
+    shared = overlap.get("shared", {}).get("train/test")
+    held = f"{shared} of {v['items']} test questions also in the train split" if shared is not None else "overlap unchecked"
+    constant = v["constant_answer"]
+    lines = [
+        f"Held-out test: {v['items']} items, greedy, {v['shots']}-shot (the training prompt); {held}.",
+        f"  accuracy  {_pct(before)} -> {_pct(after)}",
+        f"  gain      {v['gain'] * 100:+.1f} points [95% CI {v['gain_ci95'][0] * 100:+.1f}, {v['gain_ci95'][1] * 100:+.1f}]"
+        f"  ({v['now_right']} now right, {v['now_wrong']} now wrong; McNemar exact p = {v['mcnemar_p']:.2g})",
+        f"  format    {before['format_rate']:.0%} -> {after['format_rate']:.0%}",
+    ]
+    if constant.get("accuracy") is not None:
+        lines.append(f"  always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}")
+    return "\n".join(lines)
+
+
+def _pct(evaluation: dict[str, Any]) -> str:
+    low, high = evaluation["ci95"]
+    return f"{evaluation['accuracy']:.1%} [{low:.0%}-{high:.0%}]"
