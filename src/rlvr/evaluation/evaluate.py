@@ -64,6 +64,8 @@ class EvalConfig:
     scoring: str = "strict"
     #: "published": no stop at the answer line (EOS or max_new_tokens only), as the published notebook decoded.
     decoding: str = "strict"
+    #: The run recipe.yaml whose settings filled what the command line left open (rlvr.evaluation.from_run).
+    settings_from: str | None = None
 
 
 @dataclass
@@ -197,8 +199,20 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         scoring=config.scoring,
         seconds=round(time.time() - start, 1),
         warnings=notes,
+        settings_from=config.settings_from,
+        overlap=split_overlap(config.task, config.task_options),
     )
     return EvalResult(records, summary)
+
+
+def split_overlap(task_name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Questions the task's splits share (normalised text); the evaluated split must share none with train."""
+    from rlvr.tasks import get_task
+
+    try:
+        return get_task(task_name, options).overlap()
+    except RlvrError as error:
+        return {"unchecked": str(error)}
 
 
 class RecordSink:

@@ -1,0 +1,114 @@
+"""Evaluate a trained adapter the way its run was judged: settings read from the run's ``recipe.yaml``.
+
+``rlvr train`` writes ``recipe.yaml`` beside ``adapter/``. When ``rlvr eval`` is
+given ``--adapter RUN_DIR/adapter``, it takes from that recipe the task and its
+options (shots, generator options, chat, ...), the base model, the number of
+test items (``run.test_items``) and the generation limit and batch size of the
+run's evaluation, so base vs trained shows the gain the run printed. Anything
+given on the command line overrides the recipe, and the command says which
+settings it took from where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr.errors import RlvrError
+
+RECIPE_FILE = "recipe.yaml"
+
+
+@dataclass
+class RunSettings:
+    """What ``rlvr eval`` takes from a run: each field None when the recipe does not say."""
+
+    source: Path
+    task: str
+    task_options: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    limit: int | None = None
+    max_new_tokens: int | None = None
+    batch_size: int | None = None
+
+
+def recipe_of(adapter: str) -> Path | None:
+    """The ``recipe.yaml`` of the run an adapter directory belongs to (beside it or inside it), if any."""
+    path = Path(adapter).expanduser()
+    for candidate in (path.parent / RECIPE_FILE, path / RECIPE_FILE):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_settings(recipe_path: Path) -> RunSettings:
+    import yaml
+
+    try:
+        data = yaml.safe_load(recipe_path.read_text(encoding="utf-8")) or {}
+        task = dict(data["task"])
+        name = task.pop("name")
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        raise RlvrError(f"{recipe_path} is not a recipe rlvr train wrote (no task section); give --task and options.") from None
+    run, model = data.get("run") or {}, data.get("model") or {}
+    return RunSettings(
+        source=recipe_path,
+        task=name,
+        task_options=task,
+        model=model.get("name_or_path"),
+        limit=run.get("test_items") or None,
+        max_new_tokens=run.get("eval_max_new_tokens"),
+        batch_size=run.get("eval_batch_size"),
+    )
+
+
+def settings_from_runs(adapters: list[str]) -> RunSettings | None:
+    """The settings of the runs behind ``adapters`` (None when none has a recipe.yaml); runs must agree on the task."""
+    found = [read_settings(path) for path in (recipe_of(a) for a in adapters if a and a.lower() != "none") if path]
+    if not found:
+        return None
+    first = found[0]
+    for other in found[1:]:
+        if (other.task, other.task_options) != (first.task, first.task_options):
+            raise RlvrError(
+                f"the adapters come from runs with different task settings ({first.source} vs {other.source}); "
+                "give --task and its options explicitly."
+            )
+    return first
+
+
+def describe(settings: RunSettings, taken: list[str]) -> str:
+    """One line saying what was read from the run's recipe."""
+    return f"rlvr eval: from {settings.source}: {', '.join(taken)} (command-line options override these)."
+
+
+#: Defaults of `rlvr eval` where neither the command line nor a run's recipe says.
+DEFAULTS = {"task": "gsm8k", "max_new_tokens": 256, "batch_size": 16}
+
+
+def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Command-line values (``given``: task, task_options, models, limit, max_new_tokens, batch_size; None = not
+    given) completed from the run's settings, then from ``DEFAULTS``. Returns the values and what came from the run.
+    """
+    values = dict(given)
+    taken: list[str] = []
+    if settings is None:
+        for key, default in DEFAULTS.items():
+            values[key] = values.get(key) or default
+        return values, taken
+    if values.get("task") in (None, settings.task):
+        values["task"] = settings.task
+        values["task_options"] = {**settings.task_options, **(values.get("task_options") or {})}
+        shown = ", ".join(f"{k}={v}" for k, v in settings.task_options.items() if k not in (given.get("task_options") or {}))
+        taken.append(f"task {settings.task} ({shown})")
+    for key, label in (("limit", "first {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}")):
+        if values.get(key) is None and getattr(settings, key) is not None:
+            values[key] = getattr(settings, key)
+            taken.append(label.format(values[key]))
+    if not values.get("models") and settings.model:
+        values["models"] = [settings.model]
+        taken.append(f"model {settings.model}")
+    for key, default in DEFAULTS.items():
+        values[key] = values.get(key) or default
+    return values, taken
