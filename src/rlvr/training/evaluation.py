@@ -14,8 +14,10 @@ Each logs accuracy, format rate, mean tokens and seconds through the trainer's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +102,8 @@ class EvalCallback(TrainerCallback):
                             stop_strings=self.task.stop_strings)
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
         shots = self.task.shots if self.task.takes_shots else None  # code and keyword tasks take no exemplars
-        records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
+        with merged_adapter(model, trainer):
+            records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
         seconds = time.time() - start
@@ -133,6 +136,24 @@ class EvalCallback(TrainerCallback):
         with (self.output_dir / f"{self.prefix}_samples.jsonl").open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps({"step": step, **record}, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def merged_adapter(model: Any, trainer: Any) -> Iterator[None]:
+    """LoRA weights merged into the base weights while evaluating, as ``rlvr eval`` merges a saved adapter.
+
+    Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
+    equal those ``rlvr eval --adapter`` builds from the saved adapter. Unmerged afterwards, so training goes on
+    with the adapter separate. Left alone under DeepSpeed (partitioned weights) and for models without LoRA.
+    """
+    mergeable = hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
+    if mergeable:
+        model.merge_adapter()
+    try:
+        yield
+    finally:
+        if mergeable:
+            model.unmerge_adapter()
 
 
 def before_after_table(evaluations: list[dict[str, Any]]) -> str:
