@@ -74,3 +74,19 @@ def test_unknown_reward_parameter_is_named():
 
 def test_registry_lists_the_math_rewards():
     assert {"format", "correctness"} <= set(REWARDS.names())
+
+
+def test_closeness_pays_in_full_for_the_answer_and_less_with_distance():
+    from rlvr.rewards import build_reward
+
+    closeness = build_reward("closeness", {})
+    texts = ["1 - 9 = -8.\n#### The final answer is -8", "#### The final answer is -6", "#### The final answer is 8",
+             "no answer", "#### The final answer is 5 or 6"]
+    assert closeness(texts, final_answer=["-8"] * 5) == [1.0, 0.75, 0.0, 0.0, 0.0]
+
+
+def test_closeness_scales_by_the_gold_magnitude_and_treats_zero_as_one():
+    from rlvr.rewards import build_reward
+
+    closeness = build_reward("closeness", {})
+    assert closeness(["#### The final answer is 90", "#### The final answer is 1"], final_answer=["100", "0"]) == [0.9, 0.0]

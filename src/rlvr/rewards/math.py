@@ -48,3 +48,28 @@ def correctness_reward(tolerance: float = TOLERANCE, answer_column: str = "final
         ]
 
     return named("correctness", correctness)
+
+
+def closeness_score(text: str, gold: Any) -> float:
+    """1 for the exact answer, falling linearly to 0 at a distance of ``max(1, |gold|)``; 0 without an answer.
+
+    A graded reward: in a group whose samples are all wrong, the nearer answers (right sign, right magnitude)
+    still earn more, so the group has an advantage to learn from. Evaluation still counts exact answers only.
+    """
+    answer = read_answer(text)
+    target = parse_gold(gold)
+    if answer is None or answer.value is None or target is None:
+        return 0.0
+    return max(0.0, 1.0 - abs(answer.value - target) / max(1.0, abs(target)))
+
+
+@REWARDS.register("closeness")
+@default_weight(0.5)
+def closeness_reward(answer_column: str = "final_answer") -> RewardFunc:
+    """:func:`closeness_score` in [0, 1]: partial credit for numeric answers near the gold one (default weight 0.5)."""
+
+    def closeness(completions: list[Any], **columns: Any) -> list[float]:
+        golds = column(columns.get(answer_column), len(completions))
+        return [closeness_score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=False)]
+
+    return named("closeness", closeness)
