@@ -1,0 +1,57 @@
+"""The embedded default (`rlvr train`) repeated with several training and sampling seeds.
+
+Each seed runs the whole command as a user would (`python -m rlvr train --set grpo.seed=S`, a fresh process,
+the default's task and data seed unchanged, so every run is judged on the same test items) and its held-out
+verdict is read back from the run's summary.json. Every seed is reported, good or bad.
+
+    OMP_NUM_THREADS=2 python benchmarks/default_seeds.py --seeds 42,1,2 --output-dir outputs/bench-seeds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def run_seed(seed: int, args: argparse.Namespace) -> dict:
+    out = Path(args.output_dir) / f"seed-{seed}"
+    command = [sys.executable, "-m", "rlvr", "train", *([args.recipe] if args.recipe else []),
+               "--set", f"grpo.seed={seed}", "--output-dir", str(out), *sum((["--set", o] for o in args.overrides), [])]
+    start = time.time()
+    subprocess.run(command, check=True)
+    summary = json.loads((out / "summary.json").read_text())
+    return {"seed": seed, "wall_minutes": round((time.time() - start) / 60, 2), "train_seconds": summary["seconds"],
+            "test": summary["test"]}
+
+
+def row(result: dict) -> str:
+    t = result["test"]
+    low, high = t["gain_ci95"]
+    return (f"| {result['seed']} | {result['wall_minutes']:.1f} | {t['before']['accuracy']:.1%} | {t['after']['accuracy']:.1%} "
+            f"| {t['gain'] * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}] | {t['now_right']} / {t['now_wrong']} "
+            f"| {t['mcnemar_p']:.2g} | {t['before']['format_rate']:.0%} -> {t['after']['format_rate']:.0%} "
+            f"| {t['constant_answer']['accuracy']:.1%} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipe", default=None, help="recipe (default: the embedded cpu-default)")
+    parser.add_argument("--seeds", default="42,1,2", help="comma-separated grpo.seed values")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override, repeatable")
+    parser.add_argument("--output-dir", default="outputs/bench-seeds")
+    args = parser.parse_args()
+    results = [run_seed(int(s), args) for s in args.seeds.split(",")]
+    Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    (Path(args.output_dir) / "seeds.json").write_text(json.dumps(results, indent=2) + "\n")
+    print("| seed | minutes | base | trained | gain, points [95% CI] | now right / wrong | McNemar p | format | constant answer |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for result in results:
+        print(row(result))
+
+
+if __name__ == "__main__":
+    main()
