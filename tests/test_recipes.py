@@ -147,3 +147,8 @@ def test_published_as_run_recipe_builds_a_grpo_config_on_cpu(tmp_path):
 
 def test_the_blog_recipe_uses_trl_018s_real_temperature_default():
     assert load_recipe("gsm8k-qwen2.5-0.5b-qlora").grpo["temperature"] == 1.0
+
+
+def test_the_default_is_judged_on_at_least_200_held_out_test_items():
+    recipe = load_recipe()
+    assert recipe.run.test_items >= 200 and recipe.task["test_size"] >= recipe.run.test_items
