@@ -108,10 +108,10 @@ def test_recipe_weights_become_trl_reward_weights_and_rewards_stay_raw(tmp_path)
     recipe = load_recipe("cpu-default", [f"run.output_dir={tmp_path}"])
     task = get_task(recipe.task_name, recipe.task_options)
     weights = task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights"))
-    assert weights == [0.5, 1.0]  # the published scale: format 0.5 + correctness 1.0
-    assert grpo_config(recipe, weights).reward_weights == [0.5, 1.0]
+    assert weights == [0.5, 1.0, 0.5]  # the published scale (format 0.5 + correctness 1.0) + closeness 0.5
+    assert grpo_config(recipe, weights).reward_weights == [0.5, 1.0, 0.5]
     text = "3 + 4 = 7.\n#### The final answer is 7"
-    assert [f([text], final_answer=["7"]) for f in task.reward_functions(recipe.rewards)] == [[1.0], [1.0]]
+    assert [f([text], final_answer=["7"]) for f in task.reward_functions(recipe.rewards)] == [[1.0], [1.0], [1.0]]
 
 
 @pytest.mark.parametrize("name", ["cpu-default", "gsm8k-qwen2.5-0.5b-qlora", "code-cpu-smollm2", "keywords-cpu-smollm2",
@@ -122,7 +122,7 @@ def test_builtin_recipes_keep_their_reward_scale(name):
 
     recipe = load_recipe(name)
     task = get_task(recipe.task_name, recipe.task_options)
-    expected = {"gsm8k": [0.5, 1.0], "arithmetic": [0.5, 1.0], "code": [1.0], "mbpp": [1.0], "keywords": [1.0]}
+    expected = {"gsm8k": [0.5, 1.0], "arithmetic": [0.5, 1.0, 0.5], "code": [1.0], "mbpp": [1.0], "keywords": [1.0]}
     assert task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")) == expected[recipe.task_name]
 
 
