@@ -44,8 +44,8 @@ def test_trl_applies_the_recipe_weights_once(tiny_model_dir, tmp_path):
     from rlvr.training.run import build_trainer
 
     trainer = build_trainer(tiny_recipe(tiny_model_dir, tmp_path / "out"), quiet=True)
-    assert trainer.reward_func_names == ["format", "correctness"]
-    assert trainer.reward_weights.tolist() == [0.5, 1.0]
+    assert trainer.reward_func_names == ["format", "correctness", "closeness"]
+    assert trainer.reward_weights.tolist() == [0.5, 1.0, 0.5]
 
 
 def test_merged_model_is_saved_on_request(tiny_model_dir, tmp_path):
