@@ -23,7 +23,7 @@ def published_format(completions, **_):
 
 
 def published_correctness(completions, final_answer, **_):
-    """The published correctness reward: the first number after the first '####' that has one on its line
+    r"""The published correctness reward: the first number after the first '####' that has one on its line
     (``####.*?([\d,]+(?:\.\d+)?)``, no minus sign), commas removed, within 1e-3 of the gold."""
     scores = []
     for c, gold in zip(completions, final_answer, strict=True):

@@ -87,8 +87,8 @@ def parse_shots(text: str | None) -> list[int] | None:
 def build_config(args: argparse.Namespace):  # noqa: ANN201
     from rlvr.commands.reward import parse_options
     from rlvr.evaluation.evaluate import EvalConfig, model_specs
-    from rlvr.evaluation.published import PUBLISHED_MAX_NEW_TOKENS
     from rlvr.evaluation.from_run import describe, merge, settings_from_runs
+    from rlvr.evaluation.published import PUBLISHED_MAX_NEW_TOKENS
 
     options = parse_options(args.option)
     if args.data:
@@ -113,11 +113,9 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         limit=values["limit"],
         samples=args.samples,
         temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens or (PUBLISHED_MAX_NEW_TOKENS if args.decoding == "published" else 256),
+        max_new_tokens=values["max_new_tokens"],
         scoring=args.scoring,
         decoding=args.decoding,
-        batch_size=args.batch_size,
-        max_new_tokens=values["max_new_tokens"],
         batch_size=values["batch_size"],
         settings_from=str(settings.source) if taken else None,
         backend=args.backend,

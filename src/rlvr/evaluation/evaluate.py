@@ -138,7 +138,13 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     ``records_path``: a samples.jsonl that grows as each configuration finishes, so a failure later
     (another model, the summary) keeps what was already generated.
     """
-    from rlvr.evaluation.published import DECODINGS, SCORINGS, add_published, add_published_summary, check_choice
+    from rlvr.evaluation.published import (
+        DECODINGS,
+        SCORINGS,
+        add_published,
+        add_published_summary,
+        check_choice,
+    )
 
     check_split(config.split, config.allow_train_split)
     check_choice(config.scoring, SCORINGS, "--scoring")

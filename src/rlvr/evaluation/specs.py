@@ -77,7 +77,13 @@ def model_specs(models: list[str], adapters: list[str] | None = None, labels: li
 def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
     """(model in eval mode with the adapter merged in, tokenizer, resolved base path)."""
     from rlvr.config import ModelConfig
-    from rlvr.models import adapter_tokenizer_dir, fit_model_to_tokenizer, load_model, load_tokenizer, resolve_model
+    from rlvr.models import (
+        adapter_tokenizer_dir,
+        fit_model_to_tokenizer,
+        load_model,
+        load_tokenizer,
+        resolve_model,
+    )
 
     if spec.adapter:
         adapter_config(spec.adapter)  # a bad adapter path fails before the model loads

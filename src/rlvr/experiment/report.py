@@ -96,9 +96,8 @@ def write_sweep_figure(summary: dict[str, Any], path: Path) -> Path:
 def training_figures(run_dir: Path, out: Path) -> list[Path]:
     """The training run's curves, drawn by ``rlvr report``'s code into ``out``."""
     from rlvr.errors import RlvrError
-    from rlvr.training.report import write_report as write_run_report
-
     from rlvr.training.report import CURVES
+    from rlvr.training.report import write_report as write_run_report
 
     try:
         write_run_report(run_dir, out)

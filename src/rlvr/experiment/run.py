@@ -27,6 +27,8 @@ from rlvr.experiment.summary import BASE, TRAINED, build_summary
 
 #: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
 TRAINING_ONLY_OPTIONS = ("limit",)
+#: RunConfig fields that turn on held-out evaluations during training.
+TRAINING_EVALUATIONS = ("eval_items", "test_items")
 
 
 @dataclass
@@ -132,8 +134,8 @@ def training_recipe(config: ExperimentConfig) -> Recipe:
     """The recipe as trained here: output in ``DIR/train``; in-training evaluation off unless asked for."""
     recipe = config.recipe
     run = dataclasses.replace(recipe.run, output_dir=str(Path(config.output_dir) / "train"))
-    if not config.training_eval:
-        run = dataclasses.replace(run, eval_items=0)
+    if not config.training_eval:  # held-out evaluations inside training (validation, test): the sweep replaces them
+        run = dataclasses.replace(run, **{f.name: 0 for f in dataclasses.fields(run) if f.name in TRAINING_EVALUATIONS})
     return dataclasses.replace(recipe, run=run)
 
 

@@ -52,9 +52,8 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     """Train ``recipe`` and return where the outputs are and how the reward moved."""
     import torch
 
-    from rlvr.training.evaluation import EvalCallback
-
     from rlvr.training import resume as resuming
+    from rlvr.training.evaluation import EvalCallback
 
     if recipe.run.threads:
         torch.set_num_threads(recipe.run.threads)
