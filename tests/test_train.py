@@ -91,3 +91,15 @@ def test_four_bit_on_cpu_can_be_an_error(tiny_model_dir, tmp_path):
     recipe = tiny_recipe(tiny_model_dir, tmp_path / "out", "model.load_in_4bit=true", "model.quantization_fallback=error")
     with pytest.raises(RlvrError, match="needs CUDA and bitsandbytes"):
         train(recipe, quiet=True)
+
+
+def test_keep_best_records_the_validation_step_it_kept(tiny_model_dir, tmp_path):
+    recipe = tiny_recipe(tiny_model_dir, tmp_path / "out", "run.keep_best=true", "run.eval_items=4",
+                         "run.eval_every_steps=1", "run.test_items=4")
+    train(recipe, quiet=True)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    kept = summary["kept_best"]
+    by_step = {e["step"]: e["accuracy"] for e in summary["evaluations"]}
+    assert set(by_step) == {0, 1, 2} and kept["last_step"] == 2
+    assert kept["validation_accuracy"] == by_step[kept["step"]] == max(by_step.values())
+    assert kept["step"] == min(s for s, a in by_step.items() if a == kept["validation_accuracy"])

@@ -87,6 +87,9 @@ class RunConfig:
     eval_every_steps: int = 0
     #: Split the evaluation items come from: validation (held out from training) or test.
     eval_split: str = "validation"
+    #: Keep the best weights by validation accuracy: restored after the last step, before the test verdict and
+    #: saving (rlvr.training.best). Needs eval_items and eval_every_steps; step 0 (the base model) counts.
+    keep_best: bool = False
     #: New-token limit for evaluation completions.
     eval_max_new_tokens: int = 32
     #: Completions generated together during evaluation.

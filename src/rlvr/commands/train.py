@@ -45,6 +45,8 @@ def print_summary(result) -> None:  # noqa: ANN001
     print()
     if result.test:
         print(headline(result.test))
+        if result.kept_best:
+            print("  " + result.kept_best.line())
         print("Diagnostics (training batches and validation; not evidence of learning):")
     print(f"Trained {result.steps} steps in {result.seconds / 60:.1f} min ({result.seconds / max(1, result.steps):.1f} s/step).")
     if start is not None and end is not None:

@@ -30,6 +30,7 @@ class TrainResult:
     shared_prompt: dict[str, str] = field(default_factory=dict)  # path of rollouts and loss (shared prompt or TRL's)
     test: dict[str, Any] | None = None  # the verdict on held-out test items (run.test_items): rlvr.training.verdict
     overlap: dict[str, Any] | None = None  # questions shared between the task's splits (tasks.splits.overlap_report)
+    kept_best: Any = None  # rlvr.training.best.KeepBest when run.keep_best chose the weights kept
 
     @property
     def reward_start(self) -> float | None:
@@ -53,6 +54,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     import torch
 
     from rlvr.training import resume as resuming
+    from rlvr.training.best import KeepBest
     from rlvr.training.evaluation import EvalCallback
 
     if recipe.run.threads:
@@ -73,6 +75,7 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     result.shared_prompt = trainer.shared_prompt.summary()
     result.overlap = trainer.rlvr_overlap
     result.test = test_verdict(trainer, result.overlap)
+    result.kept_best = KeepBest.of(trainer)
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe, resumed_from=resumed_from)
     return result
@@ -102,6 +105,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
 
     from rlvr.models import apply_chat_format, load_model, load_tokenizer, lora_config, resolve_model
     from rlvr.tasks import get_task
+    from rlvr.training.best import KeepBest
     from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
     from rlvr.training.evaluation import EvalCallback
     from rlvr.training.trainer import RlvrGRPOTrainer
@@ -142,6 +146,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         if trainer.accelerator.is_main_process:
             print(trainer.shared_prompt.line(), flush=True)
     EvalCallback.install(trainer, recipe, task)  # validation diagnostics when run.eval_items > 0
+    KeepBest.install(trainer, recipe)  # between the two: sees each validation result, restores before the test
     EvalCallback.install_test(trainer, recipe, task)  # the test verdict when run.test_items > 0
     trainer.rlvr_overlap = task.overlap()
     return trainer
@@ -269,6 +274,7 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
         "merged_dir": str(result.merged_dir) if result.merged_dir else None,
         "test": result.test,
         "overlap": result.overlap,
+        "kept_best": result.kept_best.summary() if result.kept_best else None,
         "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
         "shared_prompt": result.shared_prompt,
     }
