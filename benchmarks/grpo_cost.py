@@ -47,7 +47,7 @@ def plain_trl_trainer(recipe):  # noqa: ANN001, ANN201
 
     task = get_task(recipe.task_name, recipe.task_options)
     model_path = resolve_model(recipe.model.name_or_path)
-    args = grpo_config(recipe)
+    args = grpo_config(recipe, task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")))
     return GRPOTrainer(
         model=load_model(model_path, recipe),
         reward_funcs=task.reward_functions(recipe.rewards),
@@ -95,6 +95,7 @@ def main() -> None:
         "grpo.save_strategy=no",
         "grpo.logging_steps=1",
         "run.eval_items=0",  # a held-out evaluation would land inside the last timed step
+        "run.test_items=0",
         *args.overrides,
     ]
     results = {}
