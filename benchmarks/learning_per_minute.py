@@ -6,9 +6,11 @@ items (the recipe's ``run.test_items`` first test items, the training prompt,
 greedy) at the start and at evenly spaced points of their training time;
 evaluation time is not counted in the budget. The arms:
 
-* ``plain-trl``: TRL's own rollouts as the published script ran them: no stop
-  at the answer line (until EOS or ``--plain-max-completion`` tokens), one
-  prompt per step (``per_device_train_batch_size = num_generations``);
+* ``plain-trl``: TRL's own ``GRPOTrainer`` (``grpo_cost.plain_trl_trainer``: the
+  recipe's model, data, rewards, weights and LoRA, nothing of rlvr's) as the
+  published script ran it: no stop at the answer line (until EOS or
+  ``--plain-max-completion`` tokens), one prompt per step
+  (``per_device_train_batch_size = num_generations``);
 * ``rlvr``: the recipe as ``rlvr train`` runs it.
 
 Writes ``learning_per_minute.json`` (every evaluation: training seconds, steps,
@@ -71,7 +73,7 @@ def arm_recipe(name: str, args: argparse.Namespace) -> Any:
     from rlvr.config import load_recipe
 
     overrides = [*args.overrides, "grpo.max_steps=100000", "grpo.save_strategy=no", "grpo.report_to=[]",
-                 "run.eval_items=0", "run.test_items=0", f"run.output_dir={args.output_dir}/{name}"]
+                 "run.eval_items=0", "run.test_items=0", "run.keep_best=false", f"run.output_dir={args.output_dir}/{name}"]
     recipe = load_recipe(args.recipe, overrides)
     if name == "plain-trl":
         recipe.grpo["per_device_train_batch_size"] = recipe.grpo["num_generations"]
@@ -81,12 +83,14 @@ def arm_recipe(name: str, args: argparse.Namespace) -> Any:
 
 
 def run_arm(name: str, args: argparse.Namespace, test_items: int) -> dict[str, Any]:
+    from grpo_cost import plain_trl_trainer  # TRL's own GRPOTrainer on the recipe's parts (same directory)
+
     from rlvr.tasks import get_task
     from rlvr.training.evaluation import EvalCallback
     from rlvr.training.run import build_trainer
 
     recipe = arm_recipe(name, args)
-    trainer = build_trainer(recipe, quiet=True, stop_at_answer=name != "plain-trl")
+    trainer = plain_trl_trainer(recipe) if name == "plain-trl" else build_trainer(recipe, quiet=True)
     task = get_task(recipe.task_name, recipe.task_options)
     items = task.load("test").select(range(test_items))
     run = recipe.run
