@@ -187,3 +187,11 @@ def test_a_finished_experiment_plans_nothing_but_the_report(finished, tiny_model
 
     config = ExperimentConfig(tiny_recipe(tiny_model_dir), finished.output_dir, shots=SHOTS, items=ITEMS)
     assert [s["done"] for s in experiment_plan(config)["stages"]] == [True, True, True, False]
+
+
+def test_training_keeps_its_validation_evaluations_when_they_choose_the_weights(tmp_path):
+    from rlvr.experiment.run import training_recipe
+
+    recipe = load_recipe(None, ["run.keep_best=true", "run.eval_items=50", "run.eval_every_steps=5", "run.test_items=200"])
+    run = training_recipe(ExperimentConfig(recipe=recipe, output_dir=str(tmp_path / "exp"))).run
+    assert (run.keep_best, run.eval_items, run.eval_every_steps, run.test_items) == (True, 50, 5, 0)

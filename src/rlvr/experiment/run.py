@@ -27,7 +27,7 @@ from rlvr.experiment.summary import BASE, TRAINED, build_summary
 
 #: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
 TRAINING_ONLY_OPTIONS = ("limit",)
-#: RunConfig fields that turn on held-out evaluations during training.
+#: RunConfig fields that turn on held-out evaluations during training (validation first).
 TRAINING_EVALUATIONS = ("eval_items", "test_items")
 
 
@@ -131,11 +131,15 @@ def experiment_plan(config: ExperimentConfig) -> dict[str, Any]:
 
 
 def training_recipe(config: ExperimentConfig) -> Recipe:
-    """The recipe as trained here: output in ``DIR/train``; in-training evaluation off unless asked for."""
+    """The recipe as trained here: output in ``DIR/train``; in-training evaluation off unless asked for.
+
+    With ``run.keep_best`` the validation evaluations stay on: they choose the weights the sweep judges.
+    """
     recipe = config.recipe
     run = dataclasses.replace(recipe.run, output_dir=str(Path(config.output_dir) / "train"))
     if not config.training_eval:  # held-out evaluations inside training (validation, test): the sweep replaces them
-        run = dataclasses.replace(run, **{f.name: 0 for f in dataclasses.fields(run) if f.name in TRAINING_EVALUATIONS})
+        off = TRAINING_EVALUATIONS[1:] if run.keep_best else TRAINING_EVALUATIONS
+        run = dataclasses.replace(run, **{name: 0 for name in off})
     return dataclasses.replace(recipe, run=run)
 
 
