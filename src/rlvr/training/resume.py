@@ -186,7 +186,7 @@ def continuing(recipe: Any, output_dir: Path, checkpoint: Path | None) -> Iterat
     Resuming, the checkpoint's MLflow run id goes to ``MLFLOW_RUN_ID`` for the trainer's MLflow
     callback (which reattaches to that run) and is restored after training.
     """
-    from rlvr.training.run import tracking_uri
+    from rlvr.training.tracking import tracking_uri
 
     uri = tracking_uri(recipe.run.tracking_uri)
     restored = load_state(checkpoint)
@@ -208,7 +208,7 @@ def continuing(recipe: Any, output_dir: Path, checkpoint: Path | None) -> Iterat
 def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | None) -> RunState:
     """Add the :class:`RunState` callback and give the evaluation callback the evaluations restored."""
     from rlvr.training.evaluation import EvalCallback
-    from rlvr.training.run import tracking_uri
+    from rlvr.training.tracking import tracking_uri
 
     for callback in trainer.callback_handler.callbacks:
         if isinstance(callback, EvalCallback):

@@ -15,6 +15,7 @@ from typing import Any
 
 from rlvr.config import Recipe
 from rlvr.errors import RlvrError
+from rlvr.training.tracking import tracking_uri
 
 
 @dataclass
@@ -219,17 +220,6 @@ def _set_env(name: str, value: str) -> None:
         return
     os.environ[name] = value
     _SET_BY_RLVR[name] = value
-
-
-def tracking_uri(value: str) -> str:
-    """An MLflow URI: a ``*.db`` path is a local SQLite store, a directory a file store, URIs pass."""
-    if "://" in value or value.startswith(("databricks", "arn:")):
-        return value
-    path = Path(value).expanduser().resolve()
-    if path.suffix == ".db":
-        return f"sqlite:///{path}"
-    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-    return path.as_uri()
 
 
 def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> str | bool | None:
