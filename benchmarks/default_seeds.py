@@ -25,7 +25,7 @@ def run_seed(seed: int, args: argparse.Namespace) -> dict:
     subprocess.run(command, check=True)
     summary = json.loads((out / "summary.json").read_text())
     return {"seed": seed, "wall_minutes": round((time.time() - start) / 60, 2), "train_seconds": summary["seconds"],
-            "test": summary["test"]}
+            "test": summary["test"], "kept_best": summary.get("kept_best")}
 
 
 def row(result: dict) -> str:
@@ -34,7 +34,15 @@ def row(result: dict) -> str:
     return (f"| {result['seed']} | {result['wall_minutes']:.1f} | {t['before']['accuracy']:.1%} | {t['after']['accuracy']:.1%} "
             f"| {t['gain'] * 100:+.1f} [{low * 100:+.1f}, {high * 100:+.1f}] | {t['now_right']} / {t['now_wrong']} "
             f"| {t['mcnemar_p']:.2g} | {t['before']['format_rate']:.0%} -> {t['after']['format_rate']:.0%} "
-            f"| {t['constant_answer']['accuracy']:.1%} |")
+            f"| {t['constant_answer']['accuracy']:.1%} | {kept(result)} |")
+
+
+def kept(result: dict) -> str:
+    """The step whose weights were judged (run.keep_best), or the last."""
+    best = result.get("kept_best")
+    if not best:
+        return "last"
+    return f"step {best['step']} of {best['last_step']} (validation {best['validation_accuracy']:.1%})"
 
 
 def main() -> None:
@@ -47,8 +55,9 @@ def main() -> None:
     results = [run_seed(int(s), args) for s in args.seeds.split(",")]
     Path(args.output_dir).mkdir(parents=True, exist_ok=True)
     (Path(args.output_dir) / "seeds.json").write_text(json.dumps(results, indent=2) + "\n")
-    print("| seed | minutes | base | trained | gain, points [95% CI] | now right / wrong | McNemar p | format | constant answer |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| seed | minutes | base | trained | gain, points [95% CI] | now right / wrong | McNemar p | format "
+          "| constant answer | weights judged |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for result in results:
         print(row(result))
 
