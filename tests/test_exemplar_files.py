@@ -60,7 +60,7 @@ def test_the_published_two_shot_prompt_written_out(gsm8k_dir):
         "is 72 - 27 = 45.\n"
         "#### The final answer is 45\n"
         "\n"
-        "Question: A farmer has 4 pens with 6 goats in each. How many goats are there?\n"
+        "Question: A garden has 3 beds with 8 roses in each. How many roses are there?\n"
         "Solution: Let's think step by step. "
     )
 
