@@ -17,7 +17,7 @@ def tiny_recipe(model_dir, *extra):
     return load_recipe(None, [
         f"model.name_or_path={model_dir}", "task.train_size=16", "grpo.max_steps=1",
         "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=6",
-        "grpo.save_strategy=no", "grpo.report_to=[]", "run.sample_steps=1", *extra,
+        "grpo.save_strategy=no", "grpo.report_to=[]", "run.sample_steps=1", "run.keep_best=false", *extra,
     ])
 
 

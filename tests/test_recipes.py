@@ -152,3 +152,8 @@ def test_the_blog_recipe_uses_trl_018s_real_temperature_default():
 def test_the_default_is_judged_on_at_least_200_held_out_test_items():
     recipe = load_recipe()
     assert recipe.run.test_items >= 200 and recipe.task["test_size"] >= recipe.run.test_items
+
+
+def test_the_default_keeps_the_best_validation_weights_chosen_without_test_items():
+    run = load_recipe().run
+    assert run.keep_best and run.eval_items > 0 and run.eval_every_steps > 0 and run.eval_split == "validation"

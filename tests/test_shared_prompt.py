@@ -24,7 +24,7 @@ def tiny_recipe(model_dir, output_dir, *extra):
         f"model.name_or_path={model_dir}", "task.train_size=16", "task.shots=1", "grpo.max_steps=1",
         "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.steps_per_generation=2",
         "grpo.gradient_accumulation_steps=2", "grpo.max_completion_length=12", "grpo.save_strategy=no",
-        "grpo.report_to=[]", "run.eval_items=0", f"run.output_dir={output_dir}", *extra,
+        "grpo.report_to=[]", "run.eval_items=0", "run.keep_best=false", f"run.output_dir={output_dir}", *extra,
     ])
 
 

@@ -23,6 +23,7 @@ def tiny_recipe(model_dir, output_dir, *extra):
             "grpo.save_strategy=no",
             "grpo.report_to=[]",
             "run.eval_items=0",
+            "run.keep_best=false",
             f"run.output_dir={output_dir}",
             *extra,
         ],
