@@ -96,6 +96,7 @@ def main() -> None:
         "grpo.logging_steps=1",
         "run.eval_items=0",  # a held-out evaluation would land inside the last timed step
         "run.test_items=0",
+        "run.keep_best=false",  # it needs the validation evaluations turned off above
         *args.overrides,
     ]
     results = {}
