@@ -61,13 +61,21 @@ def test_the_base_model_is_kept_when_no_step_beats_it():
     assert "base model" in keep.line()
 
 
-def test_keep_best_without_a_validation_schedule_is_a_one_line_error():
-    recipe = SimpleNamespace(run=SimpleNamespace(keep_best=True, eval_items=100, eval_every_steps=0))
-    with pytest.raises(RlvrError, match="eval_every_steps"):
-        KeepBest.install(FakeTrainer(), recipe)
+def test_keep_best_without_a_validation_schedule_is_a_one_line_error_at_recipe_load():
+    from rlvr.config import load_recipe
+
+    with pytest.raises(RlvrError, match="eval_every_steps above 0, or run.keep_best=false"):
+        load_recipe(None, ["run.eval_every_steps=0"])
 
 
 def test_keep_best_off_installs_nothing():
     trainer = FakeTrainer()
     recipe = SimpleNamespace(run=SimpleNamespace(keep_best=False, eval_items=100, eval_every_steps=5))
     assert KeepBest.install(trainer, recipe) is None and KeepBest.of(trainer) is None
+
+
+def test_keep_best_refuses_to_choose_on_test_items():
+    from rlvr.config import load_recipe
+
+    with pytest.raises(RlvrError, match="must choose on validation items"):
+        load_recipe(None, ["run.eval_split=test"])

@@ -130,6 +130,12 @@ class RunConfig:
             isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in self.sweep_shots
         ):
             raise RlvrError(f"run.sweep_shots must be a non-empty list of shot counts 0-8, got {self.sweep_shots!r}.")
+        if self.keep_best and not (self.eval_items and self.eval_every_steps):
+            raise RlvrError("run.keep_best chooses the weights by validation accuracy: set run.eval_items and "
+                            "run.eval_every_steps above 0, or run.keep_best=false.")
+        if self.keep_best and self.eval_split != "validation":
+            raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
+                            "test items would bias the test verdict.")
         for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1),
                             ("eval_batch_size", 1), ("sweep_items", 1)):
             value = getattr(self, name)

@@ -40,8 +40,6 @@ class KeepBest(TrainerCallback):
 
         if not recipe.run.keep_best:
             return None
-        if not (recipe.run.eval_items and recipe.run.eval_every_steps):
-            raise RlvrError("run.keep_best chooses by validation accuracy: set run.eval_items and run.eval_every_steps too.")
         if getattr(trainer, "is_deepspeed_enabled", False):
             raise RlvrError("run.keep_best copies whole weights and cannot run under DeepSpeed (partitioned weights); "
                             "turn it off or train without DeepSpeed.")
