@@ -217,6 +217,8 @@ def sweep(base: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    # Kept here, not shared with training.resume: worker.py imports this module on its own, by path,
+    # before the sandbox root hides the package, so memcg may import nothing from rlvr.
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
