@@ -96,8 +96,12 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def most_common_answer(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Accuracy of always answering the most common gold answer among the evaluated items."""
-    golds = {str(r["id"]): str(r.get("ground_truth")) for r in records}
+    """Accuracy of always answering the most common gold answer among the evaluated items (an oracle bound:
+    it knows the test answers; ``rlvr train``'s baseline learns its answer from the train split).
+    Answers compare as the train baseline compares them (``"1,000"`` == ``"1000"``)."""
+    from rlvr.evaluation.baselines import answer_key
+
+    golds = {str(r["id"]): answer_key(r.get("ground_truth")) for r in records}
     if not golds:
         return {}
     answer, count = Counter(golds.values()).most_common(1)[0]
