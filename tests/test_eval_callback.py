@@ -36,18 +36,26 @@ def test_no_table_without_two_evaluations():
     assert before_after_table([evaluation(0, [True])]) == ""
 
 
+def tiny_arithmetic_recipe(tmp_path, max_steps, shots, validation_size, test_size, run):
+    """A LoRA recipe on a tiny random model: 8 arithmetic train items, 4-token completions, ``run`` settings added."""
+    model = build_tiny_model(tmp_path / "tiny")
+    return recipe_from_dict({
+        "name": "tiny-eval",
+        "model": {"name_or_path": str(model), "dtype": "float32", "lora": True, "lora_r": 2, "lora_alpha": 4},
+        "task": {"name": "arithmetic", "shots": shots, "train_size": 8, "validation_size": validation_size,
+                 "test_size": test_size},
+        "grpo": {"max_steps": max_steps, "per_device_train_batch_size": 4, "num_generations": 2,
+                 "max_completion_length": 4, "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no",
+                 "report_to": [], "seed": 0},
+        "run": {"output_dir": str(tmp_path / "out"), "eval_max_new_tokens": 4, **run},
+    })
+
+
 def test_training_evaluates_before_every_n_steps_and_at_the_end(tmp_path):
     from rlvr.training.run import train
 
-    model = build_tiny_model(tmp_path / "tiny")
-    recipe = recipe_from_dict({
-        "name": "tiny-eval",
-        "model": {"name_or_path": str(model), "dtype": "float32", "lora": True, "lora_r": 2, "lora_alpha": 4},
-        "task": {"name": "arithmetic", "shots": 0, "train_size": 8, "validation_size": 6, "test_size": 2},
-        "grpo": {"max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 4,
-                 "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": 0},
-        "run": {"output_dir": str(tmp_path / "out"), "eval_items": 4, "eval_every_steps": 2, "eval_max_new_tokens": 4},
-    })
+    recipe = tiny_arithmetic_recipe(tmp_path, max_steps=3, shots=0, validation_size=6, test_size=2,
+                                    run={"eval_items": 4, "eval_every_steps": 2})
     result = train(recipe, quiet=True)
     assert [e["step"] for e in result.evaluations] == [0, 2, 3]
     assert all(e["n"] == 4 for e in result.evaluations)
@@ -90,15 +98,8 @@ def test_training_ends_with_a_test_verdict_before_and_after_on_the_same_items(tm
 
     from rlvr.training.run import train
 
-    model = build_tiny_model(tmp_path / "tiny")
-    recipe = recipe_from_dict({
-        "name": "tiny-test",
-        "model": {"name_or_path": str(model), "dtype": "float32", "lora": True, "lora_r": 2, "lora_alpha": 4},
-        "task": {"name": "arithmetic", "shots": 1, "train_size": 8, "validation_size": 2, "test_size": 5},
-        "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 4,
-                 "learning_rate": 1e-3, "logging_steps": 1, "save_strategy": "no", "report_to": [], "seed": 0},
-        "run": {"output_dir": str(tmp_path / "out"), "test_items": 4, "eval_max_new_tokens": 4},
-    })
+    recipe = tiny_arithmetic_recipe(tmp_path, max_steps=2, shots=1, validation_size=2, test_size=5,
+                                    run={"test_items": 4})
     result = train(recipe, quiet=True)
     test = result.test
     assert test["items"] == 4 and test["split"] == "test" and test["shots"] == 1
