@@ -45,7 +45,8 @@ def settings(model_dir: Path, output_dir: Path, db: Path) -> list[str]:
         f"model.name_or_path={model_dir}", "task.train_size=16", "task.shots=1", "grpo.max_steps=3",
         "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=8",
         "grpo.save_strategy=steps", "grpo.save_steps=2", "grpo.report_to=[mlflow]", f"run.tracking_uri={db}",
-        "run.eval_items=2", "run.eval_every_steps=0", "run.keep_best=false", "run.eval_max_new_tokens=8", f"run.output_dir={output_dir}",
+        "run.eval_items=2", "run.eval_every_steps=0", "run.keep_best=false", "run.eval_max_new_tokens=8",
+        f"run.output_dir={output_dir}",
     ]
 
 

@@ -81,7 +81,8 @@ def test_resample_refuses_rollouts_whose_rows_it_cannot_move(tiny_model_dir, tmp
 
     recipe = load_recipe(None, [f"model.name_or_path={tiny_model_dir}", "task.train_size=8", "grpo.report_to=[]",
                                 "grpo.num_generations=4", "grpo.per_device_train_batch_size=4",
-                                "run.zero_variance_groups=resample", "run.eval_items=0", "run.keep_best=false", f"run.output_dir={tmp_path}"])
+                                "run.zero_variance_groups=resample", "run.eval_items=0", "run.keep_best=false",
+                                f"run.output_dir={tmp_path}"])
     trainer = build_trainer(recipe, quiet=True)
     batch = {"advantages": torch.zeros(4), "pixel_values": torch.zeros(4, 3)}
     assert unspliceable_keys(batch) == ["pixel_values"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import Recipe
+from rlvr.evaluation.baselines import answer_key
 
 BASE, TRAINED = "base", "trained"
 
@@ -99,8 +100,6 @@ def most_common_answer(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Accuracy of always answering the most common gold answer among the evaluated items (an oracle bound:
     it knows the test answers; ``rlvr train``'s baseline learns its answer from the train split).
     Answers compare as the train baseline compares them (``"1,000"`` == ``"1000"``)."""
-    from rlvr.evaluation.baselines import answer_key
-
     golds = {str(r["id"]): answer_key(r.get("ground_truth")) for r in records}
     if not golds:
         return {}
