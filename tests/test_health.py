@@ -76,6 +76,19 @@ def test_format_saturated_with_flat_accuracy_warns_but_rising_accuracy_does_not(
     assert feed(HealthMonitor(3), rising) == []
 
 
+def test_format_saturated_at_an_accuracy_well_above_the_runs_start_does_not_warn():
+    """Three close batch accuracies late in a run that learnt are chance, not a plateau (seen on the CPU default)."""
+    start = [{"health/format_rate": 0.97, "health/accuracy": a} for a in (0.31, 0.19, 0.72)]
+    late = [{"health/format_rate": 1.0, "health/accuracy": a} for a in (0.75, 0.75, 0.72)]
+    assert feed(HealthMonitor(3), start + late) == []
+
+
+def test_format_saturated_and_flat_at_the_runs_starting_accuracy_warns_late_too():
+    start = [{"health/format_rate": 1.0, "health/accuracy": a} for a in (0.2, 0.5, 0.3)]
+    late = [{"health/format_rate": 1.0, "health/accuracy": a} for a in (0.35, 0.33, 0.36)]
+    assert feed(HealthMonitor(3), start + late) == ["format_only"]
+
+
 def test_mostly_truncated_completions_warn():
     assert feed(HealthMonitor(2), [{"completions/clipped_ratio": 0.9}] * 2) == ["truncated"]
 

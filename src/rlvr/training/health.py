@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import mean
 from typing import Any
 
 #: Fixed histogram bin edges for advantages, so histograms of different steps line up.
@@ -65,25 +66,36 @@ class HealthWarning:
 
 @dataclass
 class Rule:
-    """A health check over the last ``patience`` logged steps."""
+    """A health check over the last ``patience`` logged steps (``window``) and the run's first ones (``start``)."""
 
     code: str
-    check: Callable[[list[dict[str, Any]]], bool]
+    check: Callable[[list[dict[str, Any]], list[dict[str, Any]]], bool]
     message: str
 
 
-def _all(key: str, test: Callable[[float], bool]) -> Callable[[list[dict[str, Any]]], bool]:
-    return lambda window: all(key in logs and logs[key] is not None and test(logs[key]) for logs in window)
+Window = list[dict[str, Any]]
 
 
-def _format_saturated(window: list[dict[str, Any]]) -> bool:
-    if not _all("health/format_rate", lambda v: v >= 0.95)(window):
+def _all(key: str, test: Callable[[float], bool]) -> Callable[[Window, Window], bool]:
+    return lambda window, start: all(key in logs and logs[key] is not None and test(logs[key]) for logs in window)
+
+
+def _format_saturated(window: Window, start: Window) -> bool:
+    """Format saturated while accuracy is flat in the window and no higher than when the run started.
+
+    Flat within the window alone is not enough: batch accuracy swings by tens of points between steps
+    (a few prompts each), so three close values happen by chance in a run that has learnt.
+    """
+    if not _all("health/format_rate", lambda v: v >= 0.95)(window, start):
         return False
     accuracy = [logs.get("health/accuracy") for logs in window]
-    return None not in accuracy and max(accuracy) - min(accuracy) < 0.05
+    first = [logs.get("health/accuracy") for logs in start]
+    if None in accuracy or None in first:
+        return False
+    return max(accuracy) - min(accuracy) < 0.05 and mean(accuracy) < mean(first) + 0.05
 
 
-def _kl_exploding(window: list[dict[str, Any]]) -> bool:
+def _kl_exploding(window: Window, start: Window) -> bool:
     kl = [logs.get("kl") for logs in window]
     if None in kl or not kl:
         return False
@@ -135,7 +147,7 @@ class HealthMonitor:
         window = self.history[-self.patience :]
         fired = []
         for rule in self.rules:
-            unhealthy = len(window) >= self.patience and rule.check(window)
+            unhealthy = len(window) >= self.patience and rule.check(window, self.history[: self.patience])
             if unhealthy and rule.code not in self.active:
                 fired.append(HealthWarning(rule.code, f"{rule.message} (for {self.patience} logged steps)"))
             (self.active.add if unhealthy else self.active.discard)(rule.code)
