@@ -144,9 +144,11 @@ def merged_adapter(model: Any, trainer: Any) -> Iterator[None]:
 
     Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
     equal those ``rlvr eval --adapter`` builds from the saved adapter. Unmerged afterwards, so training goes on
-    with the adapter separate. Left alone under DeepSpeed (partitioned weights) and for models without LoRA.
+    with the adapter separate. Left alone under DeepSpeed (partitioned weights), for models without LoRA, and
+    for 4-bit models: merging rounds the update into NF4 and unmerging leaves the rounding in the base weights.
     """
-    mergeable = hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
+    mergeable = (hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
+                 and not getattr(model, "is_loaded_in_4bit", False))
     if mergeable:
         model.merge_adapter()
     try:

@@ -104,7 +104,14 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
 
-    from rlvr.models import apply_chat_format, load_model, load_tokenizer, lora_config, resolve_model
+    from rlvr.models import (
+        adapters_in_compute_dtype,
+        apply_chat_format,
+        load_model,
+        load_tokenizer,
+        lora_config,
+        resolve_model,
+    )
     from rlvr.tasks import get_task
     from rlvr.training.best import KeepBest
     from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
@@ -140,6 +147,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
     )
+    adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
     install_health(trainer, recipe, task)
     trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
