@@ -97,12 +97,11 @@ class EvalCallback(TrainerCallback):
             return self.evaluations[-1]
         start = time.time()
         trainer = self.trainer
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
-                            stop_strings=self.task.stop_strings)
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
         shots = self.task.shots if self.task.takes_shots else None  # code and keyword tasks take no exemplars
-        with merged_adapter(model, trainer):
+        with whole_model(trainer) as model, merged_adapter(model, trainer):
+            backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
+                                stop_strings=self.task.stop_strings)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
@@ -136,6 +135,19 @@ class EvalCallback(TrainerCallback):
         with (self.output_dir / f"{self.prefix}_samples.jsonl").open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps({"step": step, **record}, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def whole_model(trainer: Any) -> Iterator[Any]:
+    """The unwrapped model, with DeepSpeed ZeRO-3's partitioned parameters gathered once for the whole evaluation
+    (as TRL gathers them for its rollouts): otherwise every forward of every generated token gathers each layer."""
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        from trl.models import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+            yield model
+        return
+    yield trainer.accelerator.unwrap_model(trainer.model)
 
 
 @contextlib.contextmanager
