@@ -7,6 +7,7 @@
 #   1. ddp config, transformers generation
 #   2. ddp config, vLLM colocate generation                 (skipped, with a note, without vllm)
 #   3. zero3 config (DeepSpeed ZeRO-3), transformers generation  (skipped, with a note, without deepspeed)
+#   4. ddp and zero3 configs with 4-bit NF4 base weights (QLoRA)  (skipped, with a note, without bitsandbytes)
 # and prints seconds per step (training time from the run's summary.json / steps) and peak GPU memory (nvidia-smi, sampled every
 # 200 ms, so vLLM's preallocated pool counts) for each. Then it runs `rlvr experiment` at a reduced size (the same
 # model and steps, shots 0,1,2 on the first 50 test items, transformers evaluation) and prints its wall time, the
@@ -34,7 +35,7 @@ from rlvr.testing import build_tiny_model
 print('gpu_check: small random Llama model in', build_tiny_model(sys.argv[1], hidden_size=1024, layers=8))
 " "$WORK/model" || exit 1
 
-write_recipe() {  # $1 recipe path, $2 output dir, $3 extra grpo lines
+write_recipe() {  # $1 recipe path, $2 output dir, $3 extra grpo lines, $4 extra model lines
   cat > "$1" <<EOF
 name: gpu-check
 model:
@@ -44,6 +45,7 @@ model:
   lora_r: 16
   lora_alpha: 32
   lora_target_modules: all-linear
+$4
 task:
   name: arithmetic
   shots: 2
@@ -68,10 +70,10 @@ run:
 EOF
 }
 
-run_case() {  # $1 label, $2 accelerate config, $3 extra grpo lines
+run_case() {  # $1 label, $2 accelerate config, $3 extra grpo lines, $4 extra model lines
   local label="$1" dir="$WORK/$1"
   mkdir -p "$dir"
-  write_recipe "$dir/recipe.yaml" "$dir/out" "$3"
+  write_recipe "$dir/recipe.yaml" "$dir/out" "$3" "${4:-}"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$dir/memory.csv" &
   local sampler=$!
   local start end code peak runtime
@@ -105,6 +107,17 @@ if python -c "import deepspeed" >/dev/null 2>&1; then
   run_case "zero3-transformers" zero3 ""
 else
   echo "zero3-transformers   skipped: deepspeed is not installed (pip install 'rlvr[deepspeed]')"
+fi
+# QLoRA: the paths run on CPU by tests/test_qlora_cpu.py and tests/test_launch_zero3.py, now on the GPU.
+QLORA="  load_in_4bit: true
+  quantization_fallback: error"
+if python -c "import bitsandbytes" >/dev/null 2>&1; then
+  run_case "ddp-qlora" ddp "" "$QLORA"
+  if python -c "import deepspeed" >/dev/null 2>&1; then
+    run_case "zero3-qlora" zero3 "" "$QLORA"
+  fi
+else
+  echo "qlora                skipped: bitsandbytes is not installed (pip install 'rlvr[qlora]')"
 fi
 run_experiment() {  # rlvr experiment at a reduced size: train, base vs trained at 3 shot counts, report
   local dir="$WORK/experiment" code start end

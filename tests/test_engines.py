@@ -34,6 +34,22 @@ def test_vllm_with_package_and_gpu_passes():
     check_generation_engine({"use_vllm": True, "vllm_mode": "server"}, has_vllm=yes, has_gpu=yes)
 
 
+def test_vllms_cpu_build_counts_as_an_engine_on_a_machine_without_a_gpu(monkeypatch):
+    monkeypatch.setattr("rlvr.launch.engines.cuda_available", no)
+    monkeypatch.setattr("rlvr.launch.engines.vllm_cpu_build", yes)
+    check_generation_engine({"use_vllm": True, "vllm_mode": "colocate"}, has_vllm=yes)
+
+
+def test_eval_takes_vllms_cpu_build_only_when_asked(monkeypatch):
+    from rlvr.evaluation import backends
+
+    monkeypatch.setattr(backends.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr("rlvr.launch.engines.vllm_cpu_build", yes)
+    monkeypatch.setattr("torch.cuda.is_available", no)
+    assert backends.choose_backend("vllm") == "vllm"
+    assert backends.choose_backend("auto") == "hf"  # on CPU vLLM is opt-in
+
+
 def test_unknown_vllm_mode_lists_the_valid_ones():
     with pytest.raises(RlvrError, match="colocate, server"):
         check_generation_engine({"use_vllm": True, "vllm_mode": "remote"}, has_vllm=yes, has_gpu=yes)

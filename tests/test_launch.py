@@ -107,11 +107,10 @@ def test_unknown_config_is_one_line_on_stderr(bare_environment, capsys):
     assert "Valid accelerate configs: ddp, fsdp, zero1, zero2, zero3" in capsys.readouterr().err
 
 
-def test_deepspeed_on_a_cpu_machine_is_refused_before_launching(monkeypatch):
-    monkeypatch.setattr(launch_accelerate.importlib.util, "find_spec", lambda name: object())
+def test_deepspeed_on_a_cpu_machine_launches_without_accelerates_cpu_switch():
     plan = plan_launch(LaunchOptions("r.yaml", config="zero3", num_processes=2), ClusterEnv(), gpus=0)
-    with pytest.raises(RlvrError, match="needs GPUs"):
-        check_runnable(plan)
+    assert plan.on_cpu and plan.env == {}  # ACCELERATE_USE_CPU would make Accelerate leave DeepSpeed out
+    assert plan.argv[plan.argv.index("--mixed_precision") + 1] == "no"
 
 
 def test_deepspeed_config_without_deepspeed_installed_names_the_extra(monkeypatch):

@@ -76,6 +76,7 @@ def test_load_model_asks_for_compute_dtype_storage_when_four_bit_meets_zero3(mon
 
     seen = {}
     monkeypatch.setattr(models, "_four_bit_available", lambda recipe: True)
+    monkeypatch.setattr(models, "keep_cpu_4bit_layers_trainable", lambda model: 0)  # nothing is loaded here
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda path, **kwargs: seen.update(kwargs))
     for key, value in ZERO3_ENV.items():
         monkeypatch.setenv(key, value)

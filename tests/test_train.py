@@ -82,15 +82,28 @@ def test_training_resumes_from_a_checkpoint(tiny_model_dir, tmp_path):
     assert result.steps == 3
 
 
-def test_four_bit_on_cpu_falls_back_to_lora_with_a_warning(tiny_model_dir, tmp_path, capsys):
+@pytest.fixture
+def no_4bit(monkeypatch):
+    """A machine where bitsandbytes cannot be imported."""
+    import sys
+
+    from rlvr.models import four_bit_unavailable
+
+    monkeypatch.setitem(sys.modules, "bitsandbytes", None)
+    four_bit_unavailable.cache_clear()
+    yield
+    four_bit_unavailable.cache_clear()
+
+
+def test_four_bit_without_bitsandbytes_falls_back_to_lora_with_a_warning(tiny_model_dir, tmp_path, capsys, no_4bit):
     result = train(tiny_recipe(tiny_model_dir, tmp_path / "out", "model.load_in_4bit=true", "grpo.max_steps=1"), quiet=True)
     assert result.steps == 1
     assert "training plain LoRA instead" in capsys.readouterr().err
 
 
-def test_four_bit_on_cpu_can_be_an_error(tiny_model_dir, tmp_path):
+def test_four_bit_without_bitsandbytes_can_be_an_error(tiny_model_dir, tmp_path, no_4bit):
     recipe = tiny_recipe(tiny_model_dir, tmp_path / "out", "model.load_in_4bit=true", "model.quantization_fallback=error")
-    with pytest.raises(RlvrError, match="needs CUDA and bitsandbytes"):
+    with pytest.raises(RlvrError, match=r"load_in_4bit cannot run here: bitsandbytes is not installed \(pip install 'rlvr\[qlora\]'\)"):
         train(recipe, quiet=True)
 
 

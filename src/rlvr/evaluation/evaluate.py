@@ -122,7 +122,7 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
         path = resolve_model(spec.model)
         published = config.decoding == "published"  # no answer-line stop, no next-question stop
         stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
-        return VLLMBackend(path, load_tokenizer(path), stops, spec.adapter, strings), path
+        return VLLMBackend(path, load_tokenizer(path), stops, spec.adapter, strings, config.dtype), path
     model, tokenizer, path = load_for_eval(spec, config.dtype)
     published = config.decoding == "published"
     stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)

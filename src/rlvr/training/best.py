@@ -11,11 +11,15 @@ the base model is kept and the verdict shows no gain.
 
 The copies live in memory (the trainable weights only: a LoRA adapter of the
 135M default is ~20 MB). A resumed run chooses among the evaluations made
-after it resumed.
+after it resumed. Under DeepSpeed ZeRO-3 the trainable weights are partitioned:
+every process gathers them whole to copy them, and puts them back through the
+same gathering (every process evaluates the same items, so all choose alike).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from transformers import TrainerCallback
@@ -36,13 +40,8 @@ class KeepBest(TrainerCallback):
 
     @classmethod
     def install(cls, trainer: Any, recipe: Any) -> KeepBest | None:
-        from rlvr.errors import RlvrError
-
         if not recipe.run.keep_best:
             return None
-        if getattr(trainer, "is_deepspeed_enabled", False):
-            raise RlvrError("run.keep_best copies whole weights and cannot run under DeepSpeed (partitioned weights); "
-                            "turn it off or train without DeepSpeed.")
         callback = cls(trainer)
         trainer.add_callback(callback)
         return callback
@@ -69,15 +68,19 @@ class KeepBest(TrainerCallback):
         accuracy = validation.evaluations[-1]["accuracy"]
         if self.best is None or accuracy > self.best["accuracy"]:  # ties keep the earlier, less trained weights
             self.best = {"step": step, "accuracy": accuracy}
-            self.weights = {name: p.detach().clone() for name, p in self._trainable()}
+            trainable = self._trainable()
+            with gathered([p for _, p in trainable]):
+                self.weights = {name: p.detach().clone() for name, p in trainable}
 
     def restore(self, final_step: int) -> None:
         """Put the best weights back (no-op when the last evaluation is the best)."""
         self.final_step = final_step
         if self.best is None or self.best["step"] == final_step:
             return
-        for name, parameter in self._trainable():
-            parameter.data.copy_(self.weights[name])
+        trainable = self._trainable()
+        with gathered([p for _, p in trainable], modify=True):
+            for name, parameter in trainable:
+                parameter.data.copy_(self.weights[name])
         self.restored_step = self.best["step"]
 
     def _trainable(self) -> list[tuple[str, Any]]:
@@ -97,3 +100,15 @@ class KeepBest(TrainerCallback):
         what = "the base model (no step beat it)" if kept["step"] == 0 else f"the adapter of step {kept['step']}"
         return (f"Kept {what}: validation accuracy {kept['validation_accuracy']:.1%}, the best of the run's validation "
                 f"evaluations (run.keep_best); the test verdict and the saved adapter are of these weights.")
+
+
+@contextlib.contextmanager
+def gathered(parameters: list[Any], modify: bool = False) -> Iterator[None]:
+    """Whole ZeRO-3 partitioned ``parameters`` inside the block (re-partitioned after it when ``modify``)."""
+    if not any(hasattr(p, "ds_numel") for p in parameters):
+        yield
+        return
+    import deepspeed
+
+    with deepspeed.zero.GatheredParameters(parameters, modifier_rank=0 if modify else None):
+        yield

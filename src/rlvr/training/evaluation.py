@@ -97,12 +97,11 @@ class EvalCallback(TrainerCallback):
             return self.evaluations[-1]
         start = time.time()
         trainer = self.trainer
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
-                            stop_strings=self.task.stop_strings)
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
         shots = self.task.shots if self.task.takes_shots else None  # code and keyword tasks take no exemplars
-        with merged_adapter(model, trainer):
+        with whole_model(trainer) as model, merged_adapter(model, trainer):
+            backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
+                                stop_strings=self.task.stop_strings)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
@@ -139,14 +138,29 @@ class EvalCallback(TrainerCallback):
 
 
 @contextlib.contextmanager
+def whole_model(trainer: Any) -> Iterator[Any]:
+    """The unwrapped model, with DeepSpeed ZeRO-3's partitioned parameters gathered once for the whole evaluation
+    (as TRL gathers them for its rollouts): otherwise every forward of every generated token gathers each layer."""
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        from trl.models import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+            yield model
+        return
+    yield trainer.accelerator.unwrap_model(trainer.model)
+
+
+@contextlib.contextmanager
 def merged_adapter(model: Any, trainer: Any) -> Iterator[None]:
     """LoRA weights merged into the base weights while evaluating, as ``rlvr eval`` merges a saved adapter.
 
     Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
     equal those ``rlvr eval --adapter`` builds from the saved adapter. Unmerged afterwards, so training goes on
-    with the adapter separate. Left alone under DeepSpeed (partitioned weights) and for models without LoRA.
+    with the adapter separate. Left alone under DeepSpeed (partitioned weights), for models without LoRA, and
+    for 4-bit models: merging rounds the update into NF4 and unmerging leaves the rounding in the base weights.
     """
-    mergeable = hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
+    mergeable = (hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
+                 and not getattr(model, "is_loaded_in_4bit", False))
     if mergeable:
         model.merge_adapter()
     try:

@@ -104,7 +104,14 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
 
-    from rlvr.models import apply_chat_format, load_model, load_tokenizer, lora_config, resolve_model
+    from rlvr.models import (
+        adapters_in_compute_dtype,
+        apply_chat_format,
+        load_model,
+        load_tokenizer,
+        lora_config,
+        resolve_model,
+    )
     from rlvr.tasks import get_task
     from rlvr.training.best import KeepBest
     from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
@@ -140,6 +147,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
     )
+    adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
     install_health(trainer, recipe, task)
     trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
@@ -188,6 +196,10 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
             print("rlvr: warning: tf32 needs an Ampere or newer GPU; ignored on CPU.", file=sys.stderr)
             values["tf32"] = None
         values["use_cpu"] = True
+        if deepspeed_launched():
+            join_deepspeed_on_cpu()
+            values["use_cpu"] = False  # True would make Accelerate leave DeepSpeed out
+            values["accelerator_config"] = {**(values.get("accelerator_config") or {}), "use_configured_state": True}
     for strategy in ("save_strategy", "eval_strategy", "logging_strategy"):
         if values.get(strategy) is False:  # YAML reads a bare `no` as false
             values[strategy] = "no"
@@ -200,6 +212,25 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
             return GRPOConfig(**values)
     except (ValueError, TypeError) as error:
         raise RlvrError(f"grpo settings rejected by TRL: {str(error).splitlines()[0]}") from None
+
+
+def deepspeed_launched(env: Any = None) -> bool:
+    """Whether ``accelerate launch`` started this process with a DeepSpeed config."""
+    env = os.environ if env is None else env
+    return str(env.get("ACCELERATE_USE_DEEPSPEED", "")).lower() in ("1", "true", "yes")
+
+
+def join_deepspeed_on_cpu() -> None:
+    """Start Accelerate's process state for DeepSpeed on a machine without GPUs: gloo, all processes counted.
+
+    Accelerate picks a communication backend for accelerator devices only (NCCL on CUDA, ...). On a CPU it
+    picks none, counts one process, and DeepSpeed's batch check then fails ("2 != 2 * 1 * 2"). Started here
+    with gloo, DeepSpeed's CPU accelerator joins the processes, and the GRPOConfig reuses this state
+    (``accelerator_config.use_configured_state``) instead of resetting it.
+    """
+    from accelerate import PartialState
+
+    PartialState(backend="gloo")
 
 
 def _configure_tracking(recipe: Recipe, args: Any) -> None:
