@@ -51,8 +51,11 @@ def micro_batch(batch, rows):
     return {k: v[rows] if torch.is_tensor(v) and v.dim() > 0 else v for k, v in batch.items()}
 
 
-def loss_and_lora_grads(trainer, inputs, shared: bool):
+def loss_and_lora_grads(trainer, inputs, shared: bool, by_group: bool | None = None):
+    """The loss and LoRA gradients of one micro-batch; ``shared=False`` is TRL's own computation (per row, whole batch)."""
     trainer.shared_prompt.loss = None if shared else "TRL's path, for comparison"
+    by_group = shared if by_group is None else by_group
+    trainer.shared_prompt.chunks = None if by_group else "TRL's whole batch, for comparison"
     trainer.model.zero_grad(set_to_none=True)
     loss = trainer.compute_loss(trainer.model, inputs)
     loss.backward()
@@ -102,14 +105,62 @@ def test_the_loss_forward_runs_each_distinct_prompt_once(tiny_model_dir, tmp_pat
     batch = rollout(trainer, shared_loss=True)
     inputs = micro_batch(batch, torch.arange(8))  # two whole groups of 4
     inputs["advantages"] = torch.ones(8)
-    loss_and_lora_grads(trainer, inputs, shared=True)  # the first call also checks itself against TRL's path once
+    loss_and_lora_grads(trainer, inputs, shared=True, by_group=False)  # the first call checks itself against TRL's
+    shapes, handle = backbone_input_shapes(trainer)
+    try:
+        loss_and_lora_grads(trainer, inputs, shared=True, by_group=False)
+    finally:
+        handle.remove()
+    prompt_width, completion_width = inputs["prompt_ids"].size(1), inputs["completion_ids"].size(1)
+    assert shapes == [(2, prompt_width - 1), (8, completion_width + 1)]
+
+
+def test_the_loss_runs_one_group_at_a_time_each_prompt_once(tiny_model_dir, tmp_path):
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
+    inputs["advantages"] = torch.ones(8)
+    loss_and_lora_grads(trainer, inputs, shared=True)
     shapes, handle = backbone_input_shapes(trainer)
     try:
         loss_and_lora_grads(trainer, inputs, shared=True)
     finally:
         handle.remove()
-    prompt_width, completion_width = inputs["prompt_ids"].size(1), inputs["completion_ids"].size(1)
-    assert shapes == [(2, prompt_width - 1), (8, completion_width + 1)]
+    prompt_width = inputs["prompt_ids"].size(1)
+    assert [shape[0] for shape in shapes] == [1, 4, 1, 4]  # prompt, then its 4 completions; then the next group
+    assert shapes[0][1] == shapes[2][1] == prompt_width - 1
+
+
+@pytest.mark.parametrize("loss_type, beta", [("dapo", 0.0), ("dapo", 0.04), ("grpo", 0.0), ("bnpo", 0.04),
+                                             ("dr_grpo", 0.0), ("cispo", 0.0)])
+def test_the_loss_by_group_equals_trls_whole_batch_loss_and_gradients(tiny_model_dir, tmp_path, loss_type, beta):
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, f"grpo.loss_type={loss_type}", f"grpo.beta={beta}")
+    batch = rollout(trainer, shared_loss=True)
+    inputs = micro_batch(batch, torch.randperm(ROWS, generator=torch.Generator().manual_seed(4))[:12])  # split groups
+    inputs["advantages"] = torch.randn(12, generator=torch.Generator().manual_seed(5))
+    inputs["completion_mask"][1] = 0  # a dropped row
+    loss, grads = loss_and_lora_grads(trainer, inputs, shared=True)
+    reference_loss, reference_grads = loss_and_lora_grads(trainer, inputs, shared=False)
+    assert loss == pytest.approx(reference_loss, rel=1e-5, abs=1e-7)
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
+
+
+def test_a_group_whose_advantages_are_all_zero_is_not_forwarded(tiny_model_dir, tmp_path):
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
+    inputs["advantages"] = torch.tensor([0.0] * 4 + [1.0, -1.0, 0.5, -0.5])
+    loss_and_lora_grads(trainer, inputs, shared=True)
+    shapes, handle = backbone_input_shapes(trainer)
+    try:
+        loss, grads = loss_and_lora_grads(trainer, inputs, shared=True)
+    finally:
+        handle.remove()
+    reference_loss, reference_grads = loss_and_lora_grads(trainer, inputs, shared=False)
+    assert [shape[0] for shape in shapes] == [1, 4]  # only the second group
+    assert loss == pytest.approx(reference_loss, rel=1e-5, abs=1e-7)
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
+    assert trainer.metric_lists["train"]["update/skipped_share"][-2] == 0.5
 
 
 def test_a_model_where_the_shared_forward_disagrees_with_trl_falls_back_to_trls_path(tiny_model_dir, tmp_path,
@@ -159,10 +210,20 @@ def test_rollouts_prefill_each_distinct_prompt_once(tiny_model_dir, tmp_path):
 
 def test_the_run_says_which_path_it_takes_and_why(tiny_model_dir, tmp_path, capsys):
     result = train(tiny_recipe(tiny_model_dir, tmp_path / "out"))
-    assert "rlvr: rollouts: shared prompt; loss: shared prompt" in capsys.readouterr().out
+    assert "rlvr: rollouts: shared prompt; loss: shared prompt, one group at a time" in capsys.readouterr().out
     summary = json.loads((result.output_dir / "summary.json").read_text())
-    assert summary["shared_prompt"] == {"rollouts": "shared prompt", "loss": "shared prompt"}
+    assert summary["shared_prompt"] == {"rollouts": "shared prompt", "loss": "shared prompt",
+                                        "loss_batch": "one group at a time"}
     checkpointed = build_trainer(tiny_recipe(tiny_model_dir, tmp_path / "gc", "grpo.gradient_checkpointing=true"),
                                  quiet=True)
     assert "gradient checkpointing" in checkpointed.shared_prompt.summary()["loss"]
     assert checkpointed.shared_prompt.rollouts is None
+
+
+@pytest.mark.parametrize("setting, reason", [("grpo.entropy_coef=0.01", "entropy bonus"),
+                                             ("grpo.top_entropy_quantile=0.2", "top_entropy_quantile"),
+                                             ("grpo.loss_type=vespo", "not split by group")])
+def test_a_loss_that_spans_the_micro_batch_runs_whole_and_says_why(tiny_model_dir, tmp_path, setting, reason):
+    trainer = build_trainer(tiny_recipe(tiny_model_dir, tmp_path / "out", setting), quiet=True)
+    assert reason in trainer.shared_prompt.chunks
+    assert trainer.shared_prompt.summary()["loss_batch"].startswith("whole micro-batch (")

@@ -33,21 +33,30 @@ import torch
 from rlvr.evaluation.decoding import cache_argument
 
 SHARED = "shared prompt"
+ONE_GROUP = "one group at a time"
 
 
 @dataclass
 class SharedPromptPlan:
-    """Which path each half of a GRPO step takes: ``None`` means the shared-prompt one, a string why not."""
+    """Which path each half of a GRPO step takes: ``None`` means the shared-prompt one, a string why not.
+
+    ``chunks`` is the same for the loss's batch: ``None`` when it runs one group at a time
+    (:mod:`rlvr.training.chunked_loss`), else why TRL's whole micro-batch runs at once.
+    """
 
     rollouts: str | None
     loss: str | None
+    chunks: str | None = None
 
     def summary(self) -> dict[str, str]:
-        return {half: SHARED if reason is None else f"trl per-row ({reason})"
-                for half, reason in (("rollouts", self.rollouts), ("loss", self.loss))}
+        paths = {half: SHARED if reason is None else f"trl per-row ({reason})"
+                 for half, reason in (("rollouts", self.rollouts), ("loss", self.loss))}
+        paths["loss_batch"] = ONE_GROUP if self.chunks is None else f"whole micro-batch ({self.chunks})"
+        return paths
 
     def line(self) -> str:
-        return "rlvr: " + "; ".join(f"{half}: {path}" for half, path in self.summary().items())
+        paths = self.summary()
+        return f"rlvr: rollouts: {paths['rollouts']}; loss: {paths['loss']}, {paths['loss_batch']}"
 
 
 def shared_token_logps(

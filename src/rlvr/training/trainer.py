@@ -18,6 +18,8 @@ import torch
 from rlvr.errors import RlvrError
 from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
+from rlvr.memory import release_memory
+from rlvr.training.chunked_loss import loss_chunks, select_rows, why_not_chunked, zero_gradient_term
 from rlvr.training.controls import (
     Controls,
     clip_advantages,
@@ -42,8 +44,10 @@ class RlvrGRPOTrainer(TrlHooks):
       finished (not clipped) and the policy learns to stop there. vLLM rollouts are left to vLLM
       (pass ``stop`` through ``generation_kwargs``).
     * Loss: the policy's (and reference's) per-token log-probs run each group's prompt once
-      (:mod:`rlvr.training.shared_prompt`); a micro-batch whose advantages are all zero, with
-      ``beta`` 0, skips the forward and backward (its loss and gradient are exactly zero).
+      (:mod:`rlvr.training.shared_prompt`), and the loss runs one group at a time, each group
+      back-propagated before the next (:mod:`rlvr.training.chunked_loss`), so one group's activations
+      are alive at a time; a group whose advantages are all zero, with ``beta`` 0, is not forwarded
+      (its loss and gradient are exactly zero).
     * :attr:`shared_prompt` says which path each half takes, and why TRL's per-row path where it runs.
 
     Every training batch also gets health metrics (accuracy, format rate, advantage spread, time
@@ -65,7 +69,8 @@ class RlvrGRPOTrainer(TrlHooks):
         self.controls = controls or Controls()
         if self.controls.zero_variance_groups == "resample" and self.accelerator.num_processes > 1:
             raise RlvrError("run.zero_variance_groups=resample needs a single process; use 'drop' when distributed.")
-        self.shared_prompt = SharedPromptPlan(self._why_not_shared_rollouts(), self._why_not_shared_loss())
+        self.shared_prompt = SharedPromptPlan(self._why_not_shared_rollouts(), self._why_not_shared_loss(),
+                                              why_not_chunked(self))
         self._shared_loss_checked = False
         self.last_batch: dict[str, Any] | None = None  # the latest training batch, for samples and histograms
         self._timings: dict[str, float] = defaultdict(float)
@@ -124,7 +129,9 @@ class RlvrGRPOTrainer(TrlHooks):
 
     def generate_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("generation"):
-            return trl()
+            rollouts = trl()
+        release_memory()  # the KV caches of generation, before the loss allocates its activations
+        return rollouts
 
     def score_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("rewards"):
@@ -143,6 +150,7 @@ class RlvrGRPOTrainer(TrlHooks):
             metrics["time/update"].append(max(0.0, split["step"] - split["generation"] - split["rewards"]))
             metrics["time/step"].append(split["step"])
             self._timings = defaultdict(float)
+        release_memory()
         return output
 
     # --- rollouts: shared prompt, stopped at the answer ----------------------------------------------------------
@@ -225,15 +233,37 @@ class RlvrGRPOTrainer(TrlHooks):
         return False
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001, ANN201
-        if model.training and self._nothing_to_learn(inputs):
+        learning = model.training and torch.is_grad_enabled()
+        if learning and self.shared_prompt.chunks is None:
+            return self._loss_by_group(model, inputs)
+        if learning and self._nothing_to_learn(inputs):
             self.metric_lists["train"]["update/skipped_share"].append(1.0)
             # Exactly TRL's result (loss 0, gradient 0) without the forward: every trainable parameter gets a zero
             # gradient, so the optimizer steps as it would after TRL's zero backward.
-            trainable = [p.reshape(-1)[:1] for p in model.parameters() if p.requires_grad]
-            return torch.cat(trainable).sum() * 0.0
-        if model.training:
+            return zero_gradient_term(model)
+        if learning:
             self.metric_lists["train"]["update/skipped_share"].append(0.0)
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def _loss_by_group(self, model, inputs: dict[str, Any]) -> torch.Tensor:  # noqa: ANN001
+        """TRL's loss and gradients, one group at a time (:mod:`rlvr.training.chunked_loss`).
+
+        Each group's weighted loss is back-propagated here; the returned value is the micro-batch's loss,
+        detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients.
+        """
+        chunks = loss_chunks(inputs, self.loss_type, self.num_generations)
+        total, learned = torch.zeros(()), 0
+        for rows, weight in chunks:
+            part = select_rows(inputs, rows)
+            if self.beta == 0.0 and not bool(part["advantages"].any()):
+                continue  # loss 0 and gradient 0 without a forward
+            loss = super().compute_loss(model, part) * weight
+            self.accelerator.backward(loss)
+            total = total + loss.detach().float().cpu()
+            learned += 1
+        self.metric_lists["train"]["update/skipped_share"].append(1.0 - learned / len(chunks) if chunks else 1.0)
+        zero = zero_gradient_term(model)
+        return zero + total.to(zero.device, zero.dtype)
 
     def _nothing_to_learn(self, inputs: dict[str, Any]) -> bool:
         """All advantages 0 and no term without them (KL, entropy bonus, MoE loss): the loss is 0, and so its gradient."""

@@ -1,0 +1,118 @@
+"""GRPO's loss one prompt group at a time, each group back-propagated and freed before the next.
+
+Why: TRL forwards a whole micro-batch (32 rows on the CPU default) at once and keeps every row's
+activations, and the LM head's full-vocabulary intermediates, until the backward. On SmolLM2 (a
+49k-token vocabulary) that is the largest memory peak of a run: plain TRL's loss phase adds ~11 GB
+(``benchmarks/memory.py``). Here each group's share of the loss is computed by TRL's own
+``_compute_loss`` on that group's rows, weighted, back-propagated at once and dropped, so only one
+group's activations are alive at a time, and the gradients add up to TRL's whole-batch ones:
+
+* ``dapo``, ``cispo``: TRL divides the token sum by ``num_items_in_batch``, a count over the whole
+  generation batch that every group sees unchanged, so each group's loss enters with weight 1;
+* ``grpo``, ``sapo``, ``dr_grpo``, ``luspo``: a mean over rows, so a group weighs its share of the rows;
+* ``bnpo``: a mean over the micro-batch's tokens, so a group weighs its share of the tokens.
+
+A group whose advantages are all zero, with no KL term (``beta`` 0), adds exactly nothing to the
+loss or the gradient and is not forwarded at all. What does not split this way runs TRL's
+whole-batch loss, and :func:`why_not_chunked` says why: an entropy bonus or a top-entropy mask (both
+computed over the whole micro-batch), an MoE auxiliary loss, VESPO, and several processes or a
+sharded model (DDP and DeepSpeed expect one backward per micro-batch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+#: How one group's loss is weighted so the groups add up to TRL's loss over the micro-batch.
+CHUNK_WEIGHT = {
+    "dapo": "one", "cispo": "one",
+    "grpo": "rows", "sapo": "rows", "dr_grpo": "rows", "luspo": "rows",
+    "bnpo": "tokens",
+}
+
+
+def why_not_chunked(trainer: Any) -> str | None:
+    """None when the loss can run one group at a time for ``trainer``, else why TRL's whole-batch loss runs."""
+    if trainer.accelerator.num_processes > 1 or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
+        return "several processes or a sharded model expect one backward per micro-batch"
+    if trainer.loss_type not in CHUNK_WEIGHT:
+        return f"loss_type {trainer.loss_type!r} is not split by group"
+    if trainer.entropy_bonus_on:
+        return "the entropy bonus is a mean over the whole micro-batch"
+    if trainer.top_entropy_quantile < 1.0:
+        return "top_entropy_quantile < 1 picks tokens over the whole micro-batch"
+    if trainer.aux_loss_enabled:
+        return "MoE auxiliary loss"
+    return None
+
+
+def loss_mask(inputs: dict[str, Any]) -> torch.Tensor:
+    """The completion tokens TRL's loss counts (its ``mask``)."""
+    mask = inputs["completion_mask"]
+    return mask * inputs["tool_mask"] if "tool_mask" in inputs else mask
+
+
+def loss_chunks(inputs: dict[str, Any], loss_type: str, rows_per_chunk: int) -> list[tuple[torch.Tensor, float]]:
+    """(row indices, weight) per chunk: whole prompt groups, packed up to ``rows_per_chunk`` rows.
+
+    Rows sharing a prompt (same ids and mask) form a group, in order of first appearance (TRL shuffles a
+    generation batch before splitting it, so a group's rows need not be adjacent). Chunks with no token
+    to score are left out: their loss is zero.
+    """
+    prompts = torch.cat([inputs["prompt_ids"], inputs["prompt_mask"]], dim=1)
+    _, group = torch.unique(prompts, dim=0, return_inverse=True)
+    order = list(dict.fromkeys(group.tolist()))
+    members = [(group == g).nonzero().flatten() for g in order]
+    mask = loss_mask(inputs)
+    total_rows, total_tokens = mask.size(0), mask.sum().clamp(min=1).item()
+    chunks, current = [], []
+    for rows in members:
+        if current and sum(len(r) for r in current) + len(rows) > rows_per_chunk:
+            chunks.append(torch.cat(current))
+            current = []
+        current.append(rows)
+    if current:
+        chunks.append(torch.cat(current))
+    weighted = []
+    for rows in chunks:
+        tokens = mask[rows].sum().item()
+        if tokens == 0:
+            continue
+        kind = CHUNK_WEIGHT[loss_type]
+        weight = 1.0 if kind == "one" else len(rows) / total_rows if kind == "rows" else tokens / total_tokens
+        weighted.append((rows, weight))
+    return weighted
+
+
+def select_rows(inputs: dict[str, Any], rows: torch.Tensor) -> dict[str, Any]:
+    """``inputs`` restricted to ``rows``: per-row tensors indexed, batch-wide values (``num_items_in_batch``) kept.
+
+    The completion columns are cut after the chunk's last scored token: the model is causal, so the
+    log-probs of the tokens kept do not change, and padding is not run through the model.
+    """
+    count = inputs["completion_ids"].size(0)
+    picked = {
+        key: value[rows] if torch.is_tensor(value) and value.dim() > 0 and value.size(0) == count else value
+        for key, value in inputs.items()
+    }
+    scored = loss_mask(picked).any(dim=0).nonzero()
+    width = int(scored.max().item()) + 1 if scored.numel() else 1
+    for key, value in picked.items():
+        if key in _COMPLETION_COLUMNS and torch.is_tensor(value) and value.dim() > 1:
+            picked[key] = value[:, :width]
+    return picked
+
+
+#: Per-row, per-completion-token tensors of a rollout batch (cut together in :func:`select_rows`).
+_COMPLETION_COLUMNS = {
+    "completion_ids", "completion_mask", "tool_mask", "old_per_token_logps", "ref_per_token_logps",
+    "sampling_per_token_logps", "importance_sampling_ratio",
+}
+
+
+def zero_gradient_term(model: Any) -> torch.Tensor:
+    """A zero that reaches every trainable parameter: its backward gives each a zero gradient, as TRL's would."""
+    trainable = [p.reshape(-1)[:1] for p in model.parameters() if p.requires_grad]
+    return torch.cat(trainable).sum() * 0.0
