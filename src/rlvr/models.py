@@ -136,12 +136,18 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
     try:
         loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        config = AutoConfig.from_pretrained(folder, gguf_file=name)
     except ImportError as error:
         raise RlvrError(f"loading GGUF needs the gguf package: pip install gguf ({error})") from None
-    # A model loaded from GGUF refuses save_pretrained; a plain one built from its config does not.
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(loaded.state_dict())
+    # A model loaded from GGUF refuses save_pretrained; a plain one built from its config does not. The config
+    # is the loaded model's (parsing the file once more for it costs seconds), less what ties it to the file.
+    config = loaded.config.to_dict()
+    for key in ("gguf_file", "_name_or_path", "quantization_config"):
+        config.pop(key, None)
+    config = AutoConfig.for_model(**config)
+    with torch.device("meta"):  # no second set of random weights: the loaded tensors are moved in
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict(), assign=True)
+    plain.tie_weights()
     partial = target.with_name(target.name + ".part")
     plain.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
