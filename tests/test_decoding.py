@@ -142,3 +142,39 @@ def test_sampling_applies_the_generation_configs_warpers_in_generates_order():
     assert [type(w).__name__ for w in warpers_for(config)] == [
         "TemperatureLogitsWarper", "TopPLogitsWarper", "MinPLogitsWarper"]
     assert warpers_for(GenerationConfig(do_sample=False)) is None
+
+
+def split_batch(tokenizer, count):
+    prompts = [f"Question: {i} plus {i * 7 % 13} is\n" for i in range(count // 2)] * 2  # every prompt twice
+    return tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+
+
+def test_rows_split_over_two_threads_get_the_greedy_tokens_of_one_thread(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    batch = split_batch(tokenizer, 20)
+    args = (model, batch["input_ids"], batch["attention_mask"], 8, lambda ids: False, set())
+    assert decode(*args, workers=2) == decode(*args, workers=1)
+
+
+def test_sampled_rows_split_over_threads_are_reproducible_under_one_seed(model_and_tokenizer):
+    import torch
+
+    model, tokenizer = model_and_tokenizer
+    batch = split_batch(tokenizer, 20)
+    args = (model, batch["input_ids"], batch["attention_mask"], 8, lambda ids: False, set(), sampling_warpers(1.0))
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        runs.append(decode(*args, workers=2))
+    assert runs[0] == runs[1]
+
+
+def test_rows_with_the_same_prompt_stay_in_one_thread(model_and_tokenizer):
+    from rlvr.evaluation.decoding import _row_parts
+
+    _, tokenizer = model_and_tokenizer
+    batch = split_batch(tokenizer, 20)
+    parts = _row_parts(batch["input_ids"], batch["attention_mask"], 2)
+    assert len(parts) == 2 and sorted(parts[0] + parts[1]) == list(range(20))
+    for row in range(10):  # row and row + 10 hold the same prompt
+        assert (row in parts[0]) == (row + 10 in parts[0])

@@ -24,7 +24,9 @@ tells the caller when to fall back to ``generate``.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -92,6 +94,19 @@ def warpers_for(generation_config: Any) -> Any:
     return sampling_warpers(config.temperature, config.top_k, config.top_p, config.min_p)
 
 
+def decode_workers(rows: int) -> int:
+    """How many threads :func:`decode` splits ``rows`` rows over: 2 when there are 2+ intra-op threads and 16+ rows.
+
+    A decoding step of a small model is short matmuls between stretches of Python; one thread leaves
+    the cores idle during the Python, two threads (each with half the cores) fill them. ``RLVR_DECODE_WORKERS``
+    sets the number (1 turns the split off).
+    """
+    chosen = os.environ.get("RLVR_DECODE_WORKERS")
+    if chosen is not None:
+        return max(1, int(chosen))
+    return 2 if torch.get_num_threads() >= 2 and rows >= 16 else 1
+
+
 @torch.no_grad()
 def decode(
     model: Any,
@@ -102,6 +117,7 @@ def decode(
     eos_token_ids: set[int],
     warpers: Any = None,
     min_shared: int = 32,
+    workers: int | None = None,
 ) -> list[list[int]]:
     """New token ids per row of a left-padded batch.
 
@@ -110,7 +126,64 @@ def decode(
     greedy. Rows with identical prompts share one prefill; when the distinct
     prompts start with the same ``min_shared`` or more tokens (k-shot
     exemplars), that prefix is run once for all of them.
+
+    The rows are split over ``workers`` threads (default :func:`decode_workers`), rows sharing a prompt
+    kept together, each thread with its share of the intra-op threads. Greedy rows get the same tokens
+    (up to float rounding of different batch shapes); sampled rows draw from one generator per part,
+    seeded from torch's global generator in the calling thread, so a seeded run stays reproducible.
     """
+    parts = _row_parts(input_ids, attention_mask, workers or decode_workers(input_ids.shape[0]))
+    if len(parts) < 2:
+        return _decode(model, input_ids, attention_mask, max_new_tokens, finished, eos_token_ids, warpers, min_shared)
+    seeds = [int(torch.randint(0, 2**62, ())) for _ in parts] if warpers is not None else [None] * len(parts)
+    threads = max(1, torch.get_num_threads() // len(parts))
+
+    def run(rows: list[int], seed: int | None) -> list[list[int]]:
+        torch.set_num_threads(threads)  # this thread's share (OpenMP's thread count is per calling thread)
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        with torch.no_grad():
+            return _decode(model, input_ids[rows], attention_mask[rows], max_new_tokens, finished, eos_token_ids,
+                           warpers, min_shared, generator)
+
+    with ThreadPoolExecutor(len(parts)) as pool:
+        results = list(pool.map(run, parts, seeds))
+    outputs: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
+    for rows, generated in zip(parts, results, strict=True):
+        for row, ids in zip(rows, generated, strict=True):
+            outputs[row] = ids
+    return outputs
+
+
+def _row_parts(input_ids: torch.Tensor, attention_mask: torch.Tensor, workers: int) -> list[list[int]]:
+    """Row indices split into up to ``workers`` parts of about equal size, rows with the same prompt in one part."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for row, (ids, mask) in enumerate(zip(input_ids, attention_mask, strict=True)):
+        groups.setdefault(tuple(ids[mask.bool()].tolist()), []).append(row)
+    if workers < 2 or len(groups) < 2:
+        return [list(range(input_ids.shape[0]))]
+    parts: list[list[int]] = [[] for _ in range(min(workers, len(groups)))]
+    target = input_ids.shape[0] / len(parts)
+    index = 0
+    for rows in groups.values():
+        if len(parts[index]) >= target and index < len(parts) - 1:
+            index += 1
+        parts[index].extend(rows)
+    return [part for part in parts if part]
+
+
+@torch.no_grad()
+def _decode(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    max_new_tokens: int,
+    finished: Callable[[list[int]], bool],
+    eos_token_ids: set[int],
+    warpers: Any = None,
+    min_shared: int = 32,
+    generator: torch.Generator | None = None,
+) -> list[list[int]]:
+    """:func:`decode` in the calling thread."""
     from transformers import DynamicCache
 
     outputs: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
@@ -119,7 +192,7 @@ def decode(
     cache_arg = cache_argument(model)
     logits, mask = _prefill(model, input_ids, attention_mask, cache, cache_arg, min_shared)
     for _ in range(max_new_tokens):
-        chosen = _next_tokens(logits, warpers).tolist()
+        chosen = _next_tokens(logits, warpers, generator).tolist()
         keep = []
         for slot, (row, token) in enumerate(zip(active, chosen, strict=True)):
             outputs[row].append(token)
@@ -225,8 +298,8 @@ def cache_argument(model: Any) -> str:
     return "cache" if _accepts(model, "cache") else "past_key_values"
 
 
-def _next_tokens(logits: torch.Tensor, warpers: Any) -> torch.Tensor:
+def _next_tokens(logits: torch.Tensor, warpers: Any, generator: torch.Generator | None = None) -> torch.Tensor:
     if warpers is None:
         return logits.argmax(dim=-1)
     scores = warpers(None, logits)
-    return torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(-1)
+    return torch.multinomial(torch.softmax(scores, dim=-1), 1, generator=generator).squeeze(-1)
