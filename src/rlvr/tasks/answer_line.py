@@ -112,7 +112,7 @@ class AnswerLineTask(Task):
             failures = self.__dict__.get("checker_failures", 0) + 1
             self.__dict__["checker_failures"] = failures
             if failures == 1:
-                print(f"rlvr: warning: the checker {verdict.error} on item {row.get('id', '?')}: judged wrong; "
+                print(f"rlvr: warning: the verifier {verdict.error} on item {row.get('id', '?')}: judged wrong; "
                       "further failures are counted (evaluations report their share).", file=sys.stderr, flush=True)
         return verdict
 
