@@ -111,7 +111,7 @@ def run_audit(args: argparse.Namespace) -> int:
                       f"use {own}; audit that rubric with your own honest and hacked completions "
                       f"(rlvr reward score --task keywords --rubric {own}).\n")
                 continue
-        missing = sorted({spec["name"] for spec in specs} - set(REWARDS.names()))
+        missing = sorted({spec["name"] for spec in specs if not _available(spec["name"])})
         if missing:
             print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
                   f"install (registered: {', '.join(REWARDS.names())}).\n")
@@ -126,6 +126,17 @@ def run_audit(args: argparse.Namespace) -> int:
     if not audited:
         raise RlvrError("no task could be audited: see why above.")
     return 1 if failed else 0
+
+
+def _available(name: str) -> bool:
+    """Whether reward ``name`` can be built here: built in, an installed plug-in, or an import path that loads."""
+    from rlvr.rewards.base import reward_factory
+
+    try:
+        reward_factory(name)
+    except RlvrError:
+        return False
+    return True
 
 
 def _default_rewards(name: str, probe_set: Any, tasks: Any) -> list[dict[str, Any]]:

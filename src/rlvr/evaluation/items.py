@@ -20,9 +20,9 @@ def check_split(split: str, allow_train_split: bool) -> None:
 
 def task_for(task_name: str, options: dict[str, Any], shots: int | None = None) -> Any:
     """The task with ``options``, and ``shots`` exemplars where the task takes them (tasks without: 0 only)."""
-    from rlvr.tasks import TASKS, get_task
+    from rlvr.tasks import get_task, task_class
 
-    if TASKS.get(task_name).takes_shots:
+    if task_class(task_name).takes_shots:
         return get_task(task_name, options if shots is None else {**options, "shots": shots})
     if shots:
         raise RlvrError(f"task '{task_name}' takes no exemplars: drop --shots (or give --shots 0).")

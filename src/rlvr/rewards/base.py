@@ -9,6 +9,9 @@ completion they cannot read scores 0.
 Recipes name rewards through :data:`REWARDS`, whose entries are *factories*:
 ``REWARDS.get("correctness")(tolerance=1e-3)`` returns the reward function.
 Factories take keyword parameters from the recipe, so options are data.
+A name that is not built in may be the user's own reward: an import path (``my_rewards.py:brevity``,
+``mypkg.rewards:brevity``) or a plug-in's entry point (group ``rlvr.rewards``); see
+:mod:`rlvr.rewards.checked`, which checks every value such a reward returns.
 
 **Weights live in one place.** Reward functions return raw scores (format 0/1,
 correctness 0/1, code 0..1, keywords 0..1); the recipe's weights
@@ -87,7 +90,7 @@ def default_weight(weight: float) -> Callable[[RewardFactory], RewardFactory]:
 def reward_weight(spec: dict[str, Any]) -> float:
     """The weight of one recipe reward spec: its ``weight``, else the reward's default weight."""
     if spec.get("weight") is None:
-        return float(getattr(REWARDS.get(spec["name"]), "default_weight", 1.0))
+        return float(getattr(reward_factory(spec["name"]), "default_weight", 1.0))
     weight = spec["weight"]
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise RlvrError(f"reward '{spec['name']}' weight must be a number, got {weight!r}.")
@@ -111,9 +114,24 @@ def reward_weights(specs: Sequence[dict[str, Any]], grpo_weights: Sequence[float
     return [float(w) for w in weights]
 
 
+def reward_factory(name: str) -> RewardFactory:
+    """The factory for reward ``name``: built in, else a plug-in's entry point or an import path (checked)."""
+    if name in REWARDS:
+        return REWARDS.get(name)
+    from rlvr.rewards.checked import plugin_factory, plugin_reward
+
+    func = plugin_reward(name)
+    if func is None:
+        try:
+            REWARDS.get(name)
+        except RlvrError as error:
+            raise RlvrError(f"{error} Your own reward: 'path/to/file.py:function' or 'module:function'.") from None
+    return plugin_factory(name, func)
+
+
 def build_reward(name: str, params: dict[str, Any] | None = None) -> RewardFunc:
     """Build the reward called ``name`` with recipe parameters, checking them. It returns raw scores."""
-    factory = REWARDS.get(name)
+    factory = reward_factory(name)
     params = dict(params or {})
     if "weight" in params:
         raise RlvrError(

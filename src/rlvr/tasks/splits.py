@@ -80,7 +80,7 @@ class QuestionPool:
         raise RlvrError(
             f"{where}: only {len(chosen)} distinct new questions in {drawn} generated (asked for {size}); "
             "the generator's problem space is too small for disjoint splits: lower the split sizes or widen "
-            "generator_config."
+            "the generator's options (arithmetic: generator_config; reasoning-gym: config)."
         )
 
 

@@ -1,0 +1,318 @@
+"""The user's own data as a task, without code: a JSONL file of questions and gold answers.
+
+::
+
+    task: {name: jsonl, path: my.jsonl, question: q, answer: a, verifier: exact}
+
+``path`` is one JSONL file, or a directory holding ``train.jsonl`` and optionally ``test.jsonl`` and
+``validation.jsonl``. Splits missing from it are carved off (seeded) from what there is: from one file,
+``test_fraction`` for test and ``validation_fraction`` for validation; from a directory without
+``validation.jsonl``, validation from train; without ``test.jsonl``, test from train too. Splits are
+disjoint by normalised question text as everywhere in rlvr (:mod:`rlvr.tasks.splits`): a question repeated
+inside a file is kept once (the drops are counted and said), and a test file is kept whole while
+validation and train lose the questions an earlier split holds.
+
+``verifier`` decides "correct" (:mod:`rlvr.verifiers.answers`): ``math``, ``exact``, ``choice``,
+``regex:PATTERN`` or the user's ``module:function`` / ``file.py:function`` checker. The prompt states the
+answer line the verifier reads, so the ``format`` and ``correctness`` rewards work unchanged
+(:mod:`rlvr.tasks.answer_line`). ``template`` shows an item (``{question}``, ``{choices}`` and any other
+field of the line); ``shots`` exemplars are drawn once from the train split and taken out of it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.errors import RlvrError
+from rlvr.jsonl import iter_jsonl
+from rlvr.tasks.answer_line import AnswerLineTask, Shot, instruction_for, render_messages, render_plain
+from rlvr.tasks.base import TASKS, check_split
+from rlvr.tasks.prompts import check_shots
+from rlvr.tasks.splits import disjoint_rows, normalize_question
+from rlvr.verifiers.answers import Verdict, choice_letter
+from rlvr.verifiers.select import build_verifier
+
+#: Columns rlvr writes itself; fields of the user's file with these names are kept in ``record`` only.
+RESERVED = ("id", "prompt", "completion", "question", "final_answer", "record")
+#: Files whose repeated questions were already reported in this process (each is said once).
+_REPORTED: set[str] = set()
+SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}
+
+
+@dataclass
+class Line:
+    """One line of the user's file: where it came from, its fields, and its question and gold as text."""
+
+    source: str
+    number: int
+    record: dict[str, Any]
+    question: str
+    gold: str
+
+
+@TASKS.register("jsonl")
+@dataclass
+class JsonlTask(AnswerLineTask):
+    """Questions and gold answers from the user's JSONL file(s), judged by the chosen verifier."""
+
+    #: A JSONL file, or a directory with train.jsonl and optionally test.jsonl and validation.jsonl.
+    path: str = ""
+    #: The field holding the question.
+    question: str = "question"
+    #: The field holding the gold answer.
+    answer: str = "answer"
+    #: math, exact, choice, regex:PATTERN, module:function or path/to/file.py:function.
+    verifier: str = "exact"
+    #: How an item is shown: {question}, {choices} (with the choices option) and any field of the line.
+    template: str = "Question: {question}"
+    #: The text before the exemplars and the item (None: one sentence stating the answer line the verifier reads).
+    instruction: str | None = None
+    #: choice: the field holding the options (a list), shown as lettered lines by {choices}; a gold equal to
+    #: one option's text is read as that option's letter.
+    choices: str | None = None
+    #: A field with a worked solution, shown in exemplars before their answer line (None: answer line only).
+    reasoning: str | None = None
+    #: Exemplars before each item (0-8), drawn once from the train split (seeded) and taken out of it.
+    shots: int = 0
+    #: Render prompts as chat messages (for instruct models with a chat template).
+    chat: bool = False
+    #: Share of the lines held out as test when there is no test.jsonl.
+    test_fraction: float = 0.2
+    #: Share of the lines held out as validation when there is no validation.jsonl.
+    validation_fraction: float = 0.1
+    #: Seed of the carving and of the exemplar draw.
+    seed: int = 42
+    #: Keep only the first N rows of a split (None: all).
+    limit: int | None = None
+
+    name = "jsonl"
+
+    def __post_init__(self) -> None:
+        if not self.path:
+            raise RlvrError("task jsonl needs a path: a JSONL file or a directory with train.jsonl "
+                            "(e.g. task: {name: jsonl, path: my.jsonl}).")
+        check_shots(self.shots)
+        for name in ("test_fraction", "validation_fraction"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise RlvrError(f"jsonl {name} must lie strictly between 0 and 1, got {value!r}.")
+        if self.limit is not None and self.limit < 1:
+            raise RlvrError("jsonl limit must be a positive integer.")
+        if self.choices and self.verifier != "choice":
+            raise RlvrError("jsonl choices shows lettered options for verifier 'choice'; set verifier: choice.")
+        fields = [f for _, f, _, _ in string.Formatter().parse(self.template) if f is not None]
+        if "question" not in fields and self.question not in fields:
+            raise RlvrError(f"jsonl template {self.template!r} never shows the question: put {{question}} in it.")
+        if "choices" in fields and not self.choices:
+            raise RlvrError("jsonl template uses {choices}: set the choices option to the field holding the options.")
+        self._verifier = build_verifier(self.verifier)
+
+    # ----------------------------------------------------------------------------- data
+
+    def load(self, split: str) -> Any:
+        from datasets import Dataset
+
+        check_split(split)
+        lines = self._splits()[split]
+        if self.limit is not None:
+            lines = lines[: self.limit]
+        if not lines:
+            raise RlvrError(f"jsonl split '{split}' is empty ({self._sizes()}); {self._empty_hint(split)}")
+        shots = self._shots()
+        scalar = self._scalar_fields()
+        records = []
+        for line in lines:
+            text = self._render(line)
+            prompt: Any = (render_messages(self._instruction(), shots, text) if self.chat
+                           else render_plain(self._instruction(), shots, text))
+            row = {"id": f"{line.source}-{line.number}", "prompt": prompt, "question": line.question,
+                   "final_answer": line.gold, "record": json.dumps(line.record, ensure_ascii=False)}
+            row.update({name: line.record.get(name) for name in scalar})
+            records.append(row)
+        return Dataset.from_list(records)
+
+    def _splits(self) -> dict[str, list[Line]]:
+        cache = self.__dict__.setdefault("_cache", {})
+        if "splits" not in cache:
+            files = self._files()
+            lines = {split: self._read(path) for split, path in files.items()}
+            carved = self._carve(lines)
+            cache["splits"], dropped = disjoint_rows(carved, lambda line: line.question)
+            duplicates = self.__dict__.get("_duplicates", {})
+            self.dropped_overlaps = {**dropped, "duplicates within files": sum(duplicates.values())}
+            used = cache["splits"]["train"]
+            cache["exemplars"] = []
+            if self.shots:
+                order = list(range(len(used)))
+                random.Random(f"exemplars:{self.seed}").shuffle(order)
+                picked = sorted(order[: self.shots])
+                cache["exemplars"] = [used[i] for i in picked]
+                cache["splits"]["train"] = [line for i, line in enumerate(used) if i not in set(picked)]
+        return cache["splits"]
+
+    def _files(self) -> dict[str, Path]:
+        path = Path(self.path).expanduser()
+        if path.is_file():
+            return {"train": path}
+        if path.is_dir():
+            files = {split: path / name for split, name in SPLIT_FILES.items() if (path / name).is_file()}
+            if "train" not in files:
+                found = sorted(p.name for p in path.glob("*.jsonl"))
+                raise RlvrError(f"{path} has no train.jsonl (found: {', '.join(found) or 'no JSONL files'}); "
+                                "a directory task needs train.jsonl and optionally test.jsonl, validation.jsonl.")
+            return files
+        raise RlvrError(f"jsonl path not found: {self.path} (relative paths start at {Path.cwd()}).")
+
+    def _read(self, path: Path) -> list[Line]:
+        """The file's lines, checked (both fields on every line, gold of the verifier's form), repeats dropped."""
+        records = [(number, record) for number, record in iter_jsonl(path)]
+        if not records:
+            raise RlvrError(f"{path} has no records.")
+        for field in (self.question, self.answer) + ((self.choices,) if self.choices else ()):
+            lacking = [number for number, record in records if _blank(record.get(field))]
+            if lacking:
+                example = records[[n for n, _ in records].index(lacking[0])][1]
+                raise RlvrError(
+                    f"{path}:{lacking[0]}: no field '{field}' (the first of {len(lacking)} line(s) lacking it; "
+                    f"that line has: {', '.join(example) or 'no fields'}). Set task.{self._option_of(field)} "
+                    "to the field that holds it.")
+        lines, seen, repeats, first_repeat = [], set(), 0, None
+        for number, record in records:
+            question = str(record[self.question]).strip()
+            key = normalize_question(question)
+            if key in seen:
+                repeats += 1
+                first_repeat = first_repeat or number
+                continue
+            seen.add(key)
+            lines.append(Line(path.stem, number, record, question, self._gold(path, number, record)))
+        if repeats:
+            self.__dict__.setdefault("_duplicates", {})[str(path)] = repeats
+        if repeats and str(path.resolve()) not in _REPORTED:
+            _REPORTED.add(str(path.resolve()))
+            print(f"rlvr: {path}: {repeats} line(s) repeat an earlier question (first at line {first_repeat}); "
+                  "dropped, each question kept once.", file=sys.stderr, flush=True)
+        return lines
+
+    def _gold(self, path: Path, number: int, record: Mapping[str, Any]) -> str:
+        gold = record[self.answer]
+        if self.choices and choice_letter(str(gold)) is None:
+            options = _options(record.get(self.choices))
+            texts = [str(o).strip() for o in options]
+            if str(gold).strip() in texts:
+                gold = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[texts.index(str(gold).strip())]
+        gold_text = gold if isinstance(gold, str) else json.dumps(gold)
+        problem = self._verifier.check_gold(gold_text)
+        if problem:
+            raise RlvrError(f"{path}:{number}: answer {gold_text!r} {problem} (verifier {self.verifier}).")
+        return gold_text.strip()
+
+    def _carve(self, lines: dict[str, list[Line]]) -> dict[str, list[Line]]:
+        """Test and validation cut from train (seeded) where their files are absent."""
+        train = list(lines["train"])
+        random.Random(self.seed).shuffle(train)
+        out: dict[str, list[Line]] = {}
+        for split, fraction in (("test", self.test_fraction), ("validation", self.validation_fraction)):
+            if split in lines:
+                out[split] = lines[split]
+            else:
+                cut = max(1, round(len(lines["train"]) * fraction)) if len(train) > 1 else 0
+                out[split], train = sorted(train[:cut], key=_order), train[cut:]
+        out["train"] = sorted(train, key=_order)
+        return out
+
+    def _sizes(self) -> str:
+        splits = self.__dict__.get("_cache", {}).get("splits", {})
+        return ", ".join(f"{split} {len(splits.get(split, []))}" for split in ("train", "validation", "test"))
+
+    def _empty_hint(self, split: str) -> str:
+        if split == "train" and self.shots:
+            return "the exemplars (shots) took the rest: add lines or lower shots."
+        return "add lines, or give the split its own file (a directory with train.jsonl, test.jsonl)."
+
+    def _option_of(self, field: str) -> str:
+        return {self.question: "question", self.answer: "answer"}.get(field, "choices")
+
+    # ----------------------------------------------------------------------------- prompts
+
+    def _instruction(self) -> str:
+        return self.instruction if self.instruction is not None else instruction_for(self._verifier.answer_form)
+
+    def _render(self, line: Line) -> str:
+        values = {k: (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in line.record.items()}
+        values["question"] = line.question
+        if self.choices:
+            options = _options(line.record.get(self.choices))
+            values["choices"] = "\n".join(f"{'ABCDEFGHIJKLMNOPQRSTUVWXYZ'[i]}. {o}" for i, o in enumerate(options))
+        try:
+            return self.template.format_map(values)
+        except KeyError as error:
+            raise RlvrError(f"{line.source}.jsonl:{line.number}: the template names field {error} that the line "
+                            "lacks.") from None
+        except (ValueError, IndexError) as error:
+            raise RlvrError(f"jsonl template {self.template!r} is not a valid format string: {error}.") from None
+
+    def _shots(self) -> list[Shot]:
+        self._splits()
+        shots = []
+        for line in self.__dict__["_cache"]["exemplars"]:
+            reasoning = str(line.record.get(self.reasoning) or "") if self.reasoning else ""
+            shots.append(Shot(self._render(line), reasoning, line.gold))
+        return shots
+
+    def _scalar_fields(self) -> list[str]:
+        """Fields of the file that become their own columns (TRL passes them to rewards): one scalar type each."""
+        cache = self.__dict__["_cache"]
+        if "scalar" not in cache:
+            lines = [line for split in cache["splits"].values() for line in split]
+            names = dict.fromkeys(k for line in lines for k in line.record if k not in RESERVED)
+            cache["scalar"] = [n for n in names if _one_scalar_type([line.record.get(n) for line in lines])]
+        return cache["scalar"]
+
+    # ----------------------------------------------------------------------------- judging
+
+    def verify(self, text: str, row: Mapping[str, Any]) -> Verdict:
+        record = row.get("record")
+        try:
+            original = json.loads(record) if isinstance(record, str) else dict(row)
+        except ValueError:
+            original = dict(row)
+        return self._verifier.verify(text, row.get("final_answer"), original)
+
+    def well_formed(self, text: str) -> bool:
+        return self._verifier.form(text)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _options(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _order(line: Line) -> tuple[str, int]:
+    return line.source, line.number
+
+
+def _one_scalar_type(values: list[Any]) -> bool:
+    kinds = set()
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            kinds.add("bool")
+        elif isinstance(value, (int, float)):
+            kinds.add("number")
+        elif isinstance(value, str):
+            kinds.add("str")
+        else:
+            return False
+    return len(kinds) == 1
