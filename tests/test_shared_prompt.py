@@ -145,6 +145,23 @@ def test_the_loss_by_group_equals_trls_whole_batch_loss_and_gradients(tiny_model
         torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
 
 
+def test_a_group_larger_than_loss_chunk_rows_is_split_and_still_equals_trls_loss(tiny_model_dir, tmp_path):
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "run.loss_chunk_rows=2")
+    inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
+    inputs["advantages"] = torch.randn(8, generator=torch.Generator().manual_seed(6))
+    loss_and_lora_grads(trainer, inputs, shared=True)
+    shapes, handle = backbone_input_shapes(trainer)
+    try:
+        loss, grads = loss_and_lora_grads(trainer, inputs, shared=True)
+    finally:
+        handle.remove()
+    reference_loss, reference_grads = loss_and_lora_grads(trainer, inputs, shared=False)
+    assert [shape[0] for shape in shapes] == [1, 2] * 4  # each group's prompt once per piece of 2 rows
+    assert loss == pytest.approx(reference_loss, rel=1e-5, abs=1e-7)
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
+
+
 def test_a_group_whose_advantages_are_all_zero_is_not_forwarded(tiny_model_dir, tmp_path):
     trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
     inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
@@ -204,8 +221,11 @@ def test_rollouts_prefill_each_distinct_prompt_once(tiny_model_dir, tmp_path):
         batch = rollout(trainer, shared_loss=True)
     finally:
         handle.remove()
-    assert shapes[0] == (ROWS // 4, batch["prompt_ids"].size(1))  # 4 prompts, each once, at the padded width
-    assert shapes[1][0] <= ROWS and shapes[1][1] == 1  # then one token per still-running row
+    prefills = [shape for shape in shapes if shape[1] > 1]  # the rows are decoded in two threads of 2 prompts each
+    assert sum(rows for rows, _ in prefills) == ROWS // 4  # 4 prompts, each once
+    assert max(width for _, width in prefills) == batch["prompt_ids"].size(1)
+    steps = [shape for shape in shapes if shape[1] == 1]  # then one token per still-running row
+    assert steps and all(rows <= ROWS // 2 for rows, _ in steps)
 
 
 def test_the_run_says_which_path_it_takes_and_why(tiny_model_dir, tmp_path, capsys):

@@ -116,6 +116,9 @@ class RunConfig:
     #: Keep only the last N tokens of each training prompt (cut from the left, as trl 0.18's max_prompt_length,
     #: default 512, did); None: whole prompts.
     max_prompt_tokens: int | None = None
+    #: Most completions per piece of the loss (rlvr.training.chunked_loss): a prompt group with more is split and
+    #: its prompt run again for each piece (exact; less memory, a prompt forward more per piece). 0: whole groups.
+    loss_chunk_rows: int = 0
     #: `rlvr experiment`: shot counts evaluated for the base and the trained model.
     sweep_shots: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 4, 8])
     #: `rlvr experiment`: first N test items evaluated at every shot count (the same items for both models).
@@ -136,7 +139,8 @@ class RunConfig:
         if self.keep_best and self.eval_split != "validation":
             raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
                             "test items would bias the test verdict.")
-        for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0), ("eval_max_new_tokens", 1),
+        for name, least in (("loss_chunk_rows", 0), ("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
+                            ("eval_max_new_tokens", 1),
                             ("eval_batch_size", 1), ("sweep_items", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:

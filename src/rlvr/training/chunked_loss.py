@@ -55,20 +55,24 @@ def loss_mask(inputs: dict[str, Any]) -> torch.Tensor:
 
 
 def loss_chunks(inputs: dict[str, Any], loss_type: str, rows_per_chunk: int) -> list[tuple[torch.Tensor, float]]:
-    """(row indices, weight) per chunk: whole prompt groups, packed up to ``rows_per_chunk`` rows.
+    """(row indices, weight) per chunk of at most ``rows_per_chunk`` rows.
 
     Rows sharing a prompt (same ids and mask) form a group, in order of first appearance (TRL shuffles a
-    generation batch before splitting it, so a group's rows need not be adjacent). Chunks with no token
-    to score are left out: their loss is zero.
+    generation batch before splitting it, so a group's rows need not be adjacent). A group larger than
+    ``rows_per_chunk`` is cut into near-equal pieces (each runs the prompt again: exact, since every row's
+    term is its own); smaller pieces are packed together up to ``rows_per_chunk``. Chunks with no token to
+    score are left out: their loss is zero.
     """
     prompts = torch.cat([inputs["prompt_ids"], inputs["prompt_mask"]], dim=1)
     _, group = torch.unique(prompts, dim=0, return_inverse=True)
-    order = list(dict.fromkeys(group.tolist()))
-    members = [(group == g).nonzero().flatten() for g in order]
+    pieces = []
+    for g in dict.fromkeys(group.tolist()):
+        rows = (group == g).nonzero().flatten()
+        pieces.extend(rows.tensor_split(-(-len(rows) // rows_per_chunk)))
     mask = loss_mask(inputs)
     total_rows, total_tokens = mask.size(0), mask.sum().clamp(min=1).item()
     chunks, current = [], []
-    for rows in members:
+    for rows in pieces:
         if current and sum(len(r) for r in current) + len(rows) > rows_per_chunk:
             chunks.append(torch.cat(current))
             current = []

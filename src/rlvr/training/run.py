@@ -146,6 +146,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         controls=controls_from(recipe),
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
+        loss_chunk_rows=recipe.run.loss_chunk_rows,
     )
     adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
     install_health(trainer, recipe, task)

@@ -57,9 +57,10 @@ class RlvrGRPOTrainer(TrlHooks):
 
     def __init__(
         self, *args: Any, stop_patterns: list[str] | None = None, controls: Controls | None = None,
-        task: Any = None, max_prompt_tokens: int | None = None, **kwargs: Any
+        task: Any = None, max_prompt_tokens: int | None = None, loss_chunk_rows: int = 0, **kwargs: Any
     ):
         super().__init__(*args, **kwargs)
+        self.loss_chunk_rows = loss_chunk_rows or self.num_generations  # most rows per piece of the loss
         self.task = task  # judges health accuracy from the reward components (rlvr.tasks.base.Task)
         self.max_prompt_tokens = max_prompt_tokens
         self.answer_stop = AnswerStop(self.processing_class, stop_patterns) if stop_patterns else None
@@ -251,7 +252,7 @@ class RlvrGRPOTrainer(TrlHooks):
         Each group's weighted loss is back-propagated here; the returned value is the micro-batch's loss,
         detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients.
         """
-        chunks = loss_chunks(inputs, self.loss_type, self.num_generations)
+        chunks = loss_chunks(inputs, self.loss_type, self.loss_chunk_rows)
         total, learned = torch.zeros(()), 0
         for rows, weight in chunks:
             part = select_rows(inputs, rows)
