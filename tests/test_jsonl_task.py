@@ -225,3 +225,17 @@ def test_eval_data_flag_is_the_file_tasks_path(tmp_path):
                               samples=0, temperature=0.8, scoring="strict", backend="hf", dtype="auto", seed=0,
                               no_progress=True)
     assert build_config(args).task_options == {"question": "q", "answer": "a", "path": str(path)}
+
+
+def test_reward_score_reads_the_gold_from_the_files_answer_field(tmp_path, capsys):
+    import json as _json
+
+    from rlvr.cli import main
+
+    write(tmp_path / "my.jsonl", sums(10))
+    write(tmp_path / "done.jsonl", [{"completion": "So.\n#### The final answer is 7", "a": "7"},
+                                    {"completion": "So.\n#### The final answer is 8", "a": "7"}])
+    assert main(["reward", "score", "--task", "jsonl", "--option", f"path={tmp_path / 'my.jsonl'}",
+                 "--option", "answer=a", "--option", "question=q", "--input", str(tmp_path / "done.jsonl")]) == 0
+    lines = [_json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["correctness"] for line in lines] == [1.0, 0.0]
