@@ -188,3 +188,54 @@ def test_checker_raising_on_one_item_judges_it_wrong_counts_it_and_goes_on(tmp_p
     assert "KeyError" in outcomes[0].details["checker_error"]
     assert t.breakdown([o.details for o in outcomes]) == {"verifier": {"checker failed (judged wrong)": 0.5}}
     assert "judged wrong" in capsys.readouterr().err
+
+
+def test_reward_audit_probes_a_file_task_through_its_verifier(tmp_path, capsys):
+    from rlvr.cli import main
+
+    write(tmp_path / "my.jsonl", sums(20))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"task: {{name: jsonl, path: {tmp_path / 'my.jsonl'}, question: q, answer: a, verifier: math}}\n")
+    assert main(["reward", "audit", "--recipe", str(recipe)]) == 0
+    out = capsys.readouterr().out
+    assert "several_answers_one_line" in out and "PASS" in out
+
+
+def test_reward_audit_flags_a_checker_that_accepts_hedged_answers(tmp_path, capsys):
+    from rlvr.cli import main
+
+    write(tmp_path / "my.jsonl", sums(20))
+    (tmp_path / "lax.py").write_text("def check(completion, row):\n    return row['a'] in completion\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"task: {{name: jsonl, path: {tmp_path / 'my.jsonl'}, question: q, answer: a, "
+                      f"verifier: '{tmp_path / 'lax.py'}:check'}}\n")
+    assert main(["reward", "audit", "--recipe", str(recipe)]) == 1
+    assert "EXPLOIT" in capsys.readouterr().out
+
+
+def test_eval_data_flag_is_the_file_tasks_path(tmp_path):
+    import argparse
+
+    from rlvr.commands.eval import build_config
+
+    path = write(tmp_path / "my.jsonl", sums(10))
+    args = argparse.Namespace(option=["question=q", "answer=a"], data=str(path), exemplars=None, adapter=[],
+                              task="jsonl", model=["m"], limit=None, max_new_tokens=None, batch_size=None,
+                              decoding="strict", label=[], shots=None, split="test", allow_train_split=False,
+                              samples=0, temperature=0.8, scoring="strict", backend="hf", dtype="auto", seed=0,
+                              no_progress=True)
+    assert build_config(args).task_options == {"question": "q", "answer": "a", "path": str(path)}
+
+
+def test_reward_score_reads_the_gold_from_the_files_answer_field(tmp_path, capsys):
+    import json as _json
+
+    from rlvr.cli import main
+
+    write(tmp_path / "my.jsonl", sums(10))
+    write(tmp_path / "done.jsonl", [{"completion": "So.\n#### The final answer is 7", "a": "7"},
+                                    {"completion": "So.\n#### The final answer is 8", "a": "7"}])
+    assert main(["reward", "score", "--task", "jsonl", "--option", f"path={tmp_path / 'my.jsonl'}",
+                 "--option", "answer=a", "--option", "question=q", "--input", str(tmp_path / "done.jsonl")]) == 0
+    lines = [_json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["correctness"] for line in lines] == [1.0, 0.0]

@@ -94,3 +94,20 @@ def test_split_sizes_beyond_the_templates_fail_in_one_line():
 def test_dataset_options_are_refused():
     with pytest.raises(RlvrError, match="no dataset or data option"):
         get_task("pyfunc", {"data": "some.jsonl"})
+
+
+def test_the_pyfunc_recipe_trains_and_is_judged_on_test_problems(tiny_model_dir, tmp_path):
+    import json
+
+    from rlvr.config import load_recipe
+    from rlvr.training.run import train
+
+    recipe = load_recipe("code-functions-cpu-smollm2", [
+        f"model.name_or_path={tiny_model_dir}", "task.chat=false", "task.train_size=8", "task.validation_size=4",
+        "task.test_size=4", "grpo.max_steps=1", "grpo.per_device_train_batch_size=4", "grpo.num_generations=2",
+        "grpo.max_completion_length=8", "grpo.report_to=[]", "run.test_items=4", "run.eval_max_new_tokens=8",
+        "rewards=[{name: code_execution, timeout: 2.0, workers: 1}]", f"run.output_dir={tmp_path / 'out'}"])
+    result = train(recipe, quiet=True)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert result.steps == 1 and "rewards/code_execution/mean" in str(result.log_history)
+    assert summary["test"]["items"] == 4

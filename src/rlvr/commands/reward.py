@@ -96,10 +96,13 @@ def run_audit(args: argparse.Namespace) -> int:
     names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
     failed = audited = 0
     for name in names:
-        if name not in PROBE_SETS:
-            raise RlvrError(f"no reward-hack probes for task '{name}'; tasks with probes: {', '.join(PROBE_SETS)}.")
-        probe_set = PROBE_SETS[name]
         grpo_weights = recipe.grpo.get("reward_weights") if recipe else None
+        if name not in PROBE_SETS:
+            result = _audit_answer_line_task(name, recipe, grpo_weights)
+            audited += 1
+            failed += not result.passed
+            continue
+        probe_set = PROBE_SETS[name]
         specs = recipe.rewards if recipe and recipe.rewards else _default_rewards(name, probe_set, TASKS)
         if grpo_weights is not None and not (recipe and recipe.rewards):  # the recipe's weights replace the defaults'
             specs = [{**spec, "weight": None} for spec in specs]
@@ -126,6 +129,32 @@ def run_audit(args: argparse.Namespace) -> int:
     if not audited:
         raise RlvrError("no task could be audited: see why above.")
     return 1 if failed else 0
+
+
+def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any) -> Any:
+    """Audit a task judged on the answer line by its own verifier (jsonl, reasoning-gym): probes around its first
+    test item, through the rewards the task builds (its format and correctness follow its verifier)."""
+    from rlvr.audit import PROBE_SETS, answer_line_probes, audit, render_table, verdict
+    from rlvr.tasks import get_task, task_class
+    from rlvr.tasks.answer_line import AnswerLineTask
+
+    try:
+        cls = task_class(name)
+    except RlvrError:
+        cls = None
+    if cls is None or not issubclass(cls, AnswerLineTask):
+        raise RlvrError(f"no reward-hack probes for task '{name}'; tasks with probes: {', '.join(PROBE_SETS)}, and "
+                        "tasks judged on the answer line (jsonl, reasoning-gym) given by --recipe.")
+    if recipe is None or recipe.task_name != name:
+        raise RlvrError(f"task '{name}' needs its options (data, verifier): audit it with --recipe RECIPE.")
+    task = get_task(name, recipe.task_options)
+    specs = recipe.rewards or None
+    funcs = task.reward_functions(specs)
+    result = audit(answer_line_probes(task), funcs, task.reward_weights(specs, grpo_weights))
+    print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
+    print(render_table(result))
+    print(verdict(result) + "\n")
+    return result
 
 
 def _available(name: str) -> bool:

@@ -284,7 +284,8 @@ class JsonlTask(AnswerLineTask):
             original = json.loads(record) if isinstance(record, str) else dict(row)
         except ValueError:
             original = dict(row)
-        return self._verifier.verify(text, row.get("final_answer"), original)
+        gold = row.get("final_answer") if row.get("final_answer") is not None else original.get(self.answer)
+        return self._verifier.verify(text, gold, original)
 
     def well_formed(self, text: str) -> bool:
         return self._verifier.form(text)

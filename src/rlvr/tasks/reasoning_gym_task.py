@@ -194,7 +194,7 @@ class ReasoningGymTask(AnswerLineTask):
         if not answer:
             return Verdict(0.0, answer, False)
         try:
-            entry = json.loads(row["entry"]) if isinstance(row.get("entry"), str) else dict(row)
+            entry = json.loads(row["entry"]) if isinstance(row.get("entry"), str) else _entry_of(row)
             score = float(self._scorer().score_answer(answer, entry))
         except Exception as error:  # noqa: BLE001 (reasoning-gym's scorer on model output: judged wrong, counted)
             return Verdict(0.0, answer, phrase, f"score_answer raised {type(error).__name__}: {str(error)[:100]}")
@@ -204,3 +204,9 @@ class ReasoningGymTask(AnswerLineTask):
     def well_formed(self, text: str) -> bool:
         answer, phrase = answer_text(text)
         return bool(answer) and phrase
+
+
+def _entry_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A reasoning-gym entry from a row without one (records scored by ``rlvr reward score``): its gold answer."""
+    return {"question": row.get("question", ""), "answer": str(row.get("final_answer", row.get("answer", ""))),
+            "metadata": {}}

@@ -98,10 +98,7 @@ def choice_letter(text: Any) -> str | None:
     match = _CHOICE.fullmatch(text)
     if match is None:
         return None
-    letter = match.group(1)
-    if letter.islower() and len(text) > 1:  # "a)" is an option, "a cat" is not; bare "a" is
-        return None
-    return letter.upper()
+    return match.group(1).upper()  # "b", "(B)", "B. text" give B; "a cat" has no delimiter after the letter
 
 
 class MathVerifier:
