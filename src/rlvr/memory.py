@@ -26,9 +26,15 @@ def _malloc_trim():  # noqa: ANN202
         return None
 
 
-def release_memory() -> bool:
-    """Collect garbage and return freed heap pages to the OS; True when glibc's ``malloc_trim`` ran."""
-    gc.collect()
+def release_memory(collect: bool = False) -> bool:
+    """Return freed heap pages to the OS; True when glibc's ``malloc_trim`` ran.
+
+    ``collect`` also runs Python's garbage collector first (for tensors held only by reference cycles). It
+    costs ~0.4 s in a training process (measured on the CPU default), so it is for rare moments (after an
+    evaluation), not for every step: tensors are freed by reference counting the moment they are dropped.
+    """
+    if collect:
+        gc.collect()
     trim = _malloc_trim()
     if trim is None:
         return False

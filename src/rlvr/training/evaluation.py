@@ -104,7 +104,7 @@ class EvalCallback(TrainerCallback):
             backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                                 stop_strings=self.task.stop_strings)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
-        release_memory()  # the evaluation's KV caches, before training goes on
+        release_memory(collect=True)  # the evaluation's KV caches, before training goes on
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
         seconds = time.time() - start
