@@ -128,3 +128,12 @@ def test_headline_prints_gain_interval_p_format_and_constant_answer():
     assert "0 of 10 test questions also in the train split" in text
     assert "+70.0 points [95% CI" in text and "8 now right, 1 now wrong; McNemar exact p = 0.039" in text
     assert "format    100% -> 100%" in text and "always answering '1'" in text and "10.0%" in text
+
+
+def test_headline_of_a_task_without_exemplars_names_the_training_prompt_not_a_shot_count():
+    from rlvr.training.verdict import headline, verdict
+
+    before, after = evaluation(0, [False, True]), evaluation(4, [True, True])
+    before["shots"] = after["shots"] = None  # code and keyword tasks take no exemplars
+    text = headline(verdict(before, after, {"answer": None, "accuracy": None}, {"shared": {"train/test": 0}}))
+    assert "greedy, the training prompt;" in text and "None-shot" not in text

@@ -51,8 +51,9 @@ def headline(v: dict[str, Any]) -> str:
     shared = overlap.get("shared", {}).get("train/test")
     held = f"{shared} of {v['items']} test questions also in the train split" if shared is not None else "overlap unchecked"
     constant = v["constant_answer"]
+    prompt = "the training prompt" if v["shots"] is None else f"{v['shots']}-shot (the training prompt)"
     lines = [
-        f"Held-out test: {v['items']} items, greedy, {v['shots']}-shot (the training prompt); {held}.",
+        f"Held-out test: {v['items']} items, greedy, {prompt}; {held}.",
         f"  accuracy  {_pct(before)} -> {_pct(after)}",
         f"  gain      {v['gain'] * 100:+.1f} points [95% CI {v['gain_ci95'][0] * 100:+.1f}, {v['gain_ci95'][1] * 100:+.1f}]"
         f"  ({v['now_right']} now right, {v['now_wrong']} now wrong; McNemar exact p = {v['mcnemar_p']:.2g})",
