@@ -141,9 +141,8 @@ def decode(
     def run(rows: list[int], seed: int | None) -> list[list[int]]:
         torch.set_num_threads(threads)  # this thread's share (OpenMP's thread count is per calling thread)
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        with torch.no_grad():
-            return _decode(model, input_ids[rows], attention_mask[rows], max_new_tokens, finished, eos_token_ids,
-                           warpers, min_shared, generator)
+        return _decode(model, input_ids[rows], attention_mask[rows], max_new_tokens, finished, eos_token_ids,
+                       warpers, min_shared, generator)  # _decode turns gradients off in its own thread
 
     with ThreadPoolExecutor(len(parts)) as pool:
         results = list(pool.map(run, parts, seeds))

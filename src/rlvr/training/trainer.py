@@ -253,18 +253,18 @@ class RlvrGRPOTrainer(TrlHooks):
         detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients.
         """
         chunks = loss_chunks(inputs, self.loss_type, self.loss_chunk_rows)
-        total, learned = torch.zeros(()), 0
+        zero = zero_gradient_term(model)
+        total, learned = zero.detach(), 0
         for rows, weight in chunks:
             part = select_rows(inputs, rows)
             if self.beta == 0.0 and not bool(part["advantages"].any()):
                 continue  # loss 0 and gradient 0 without a forward
             loss = super().compute_loss(model, part) * weight
             self.accelerator.backward(loss)
-            total = total + loss.detach().float().cpu()
+            total = total + loss.detach()  # stays on the device: no host sync per piece
             learned += 1
         self.metric_lists["train"]["update/skipped_share"].append(1.0 - learned / len(chunks) if chunks else 1.0)
-        zero = zero_gradient_term(model)
-        return zero + total.to(zero.device, zero.dtype)
+        return zero + total
 
     def _nothing_to_learn(self, inputs: dict[str, Any]) -> bool:
         """All advantages 0 and no term without them (KL, entropy bonus, MoE loss): the loss is 0, and so its gradient."""
