@@ -145,21 +145,65 @@ def test_the_loss_by_group_equals_trls_whole_batch_loss_and_gradients(tiny_model
         torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
 
 
-def test_a_group_larger_than_loss_chunk_rows_is_split_and_still_equals_trls_loss(tiny_model_dir, tmp_path):
+def split_groups_of_two_rows(tiny_model_dir, tmp_path):
+    """A trainer whose loss cuts each group of 4 into pieces of 2, and a micro-batch of two whole groups."""
     trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "run.loss_chunk_rows=2")
-    inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
+    inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))
     inputs["advantages"] = torch.randn(8, generator=torch.Generator().manual_seed(6))
-    loss_and_lora_grads(trainer, inputs, shared=True)
+    loss_and_lora_grads(trainer, inputs, shared=True)  # the first call checks itself against TRL's
+    return trainer, inputs
+
+
+def test_a_group_larger_than_loss_chunk_rows_is_split_its_prompt_run_once_and_still_equals_trls_loss(
+        tiny_model_dir, tmp_path):
+    trainer, inputs = split_groups_of_two_rows(tiny_model_dir, tmp_path)
     shapes, handle = backbone_input_shapes(trainer)
     try:
         loss, grads = loss_and_lora_grads(trainer, inputs, shared=True)
     finally:
         handle.remove()
     reference_loss, reference_grads = loss_and_lora_grads(trainer, inputs, shared=False)
-    assert [shape[0] for shape in shapes] == [1, 2] * 4  # each group's prompt once per piece of 2 rows
+    assert [shape[0] for shape in shapes] == [1, 2, 2] * 2  # each group's prompt once, then its two pieces
     assert loss == pytest.approx(reference_loss, rel=1e-5, abs=1e-7)
     for name, grad in grads.items():
         torch.testing.assert_close(grad, reference_grads[name], rtol=1e-4, atol=1e-7, msg=name)
+
+
+def test_only_chunks_of_one_split_groups_rows_share_its_prompt():
+    from rlvr.training.chunked_loss import loss_chunks, split_group_runs
+
+    prompts = torch.tensor([[5, 6]] * 4 + [[7, 8]] * 1 + [[9, 9]] * 6)  # groups of 4, 1 and 6 rows
+    inputs = {"prompt_ids": prompts, "prompt_mask": torch.ones_like(prompts),
+              "completion_mask": torch.ones(11, 3, dtype=torch.long)}
+    runs = split_group_runs(inputs, loss_chunks(inputs, "dapo", 3))
+    # 4 rows -> pieces of 2 and 2, the second packed with the 1-row group; 6 rows -> pieces of 3 and 3
+    assert [[rows.tolist() for rows, _ in run] for _, run in runs] == [[[0, 1]], [[2, 3, 4]], [[5, 6, 7], [8, 9, 10]]]
+    assert [None if prompt is None else prompt.tolist() for prompt, _ in runs] == [None, None, [9, 9, 1, 1]]
+
+
+@pytest.mark.parametrize("times", [0, 2])
+def test_a_split_groups_prompt_gradient_counted_other_than_once_differs_from_trls(tiny_model_dir, tmp_path,
+                                                                                  monkeypatch, times):
+    """The prompt's share of the gradient is material in every layer, so the exact match above counts it once."""
+    from rlvr.training.shared_prompt import SplitGroupPrompt
+
+    trainer, inputs = split_groups_of_two_rows(tiny_model_dir, tmp_path)
+    reference_loss, reference_grads = loss_and_lora_grads(trainer, inputs, shared=False)
+    once = SplitGroupPrompt.backward
+
+    def counted(self):
+        for leaf in self.leaves:
+            if leaf.grad is not None:
+                leaf.grad.mul_(times)
+        once(self)
+
+    monkeypatch.setattr(SplitGroupPrompt, "backward", counted)
+    loss, grads = loss_and_lora_grads(trainer, inputs, shared=True)
+    assert loss == pytest.approx(reference_loss, rel=1e-5, abs=1e-7)  # the forward is the same
+    layers = {name.split(".layers.")[1].split(".")[0] for name in grads}
+    for layer in layers:
+        names = [name for name in grads if f".layers.{layer}." in name]
+        assert any(not torch.allclose(grads[n], reference_grads[n], rtol=1e-4, atol=1e-7) for n in names), layer
 
 
 def test_a_group_whose_advantages_are_all_zero_is_not_forwarded(tiny_model_dir, tmp_path):

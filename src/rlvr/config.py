@@ -116,8 +116,9 @@ class RunConfig:
     #: Keep only the last N tokens of each training prompt (cut from the left, as trl 0.18's max_prompt_length,
     #: default 512, did); None: whole prompts.
     max_prompt_tokens: int | None = None
-    #: Most completions per piece of the loss (rlvr.training.chunked_loss): a prompt group with more is split and
-    #: its prompt run again for each piece (exact; less memory, a prompt forward more per piece). 0: whole groups.
+    #: Most completions per piece of the loss (rlvr.training.chunked_loss): a prompt group with more is split, each
+    #: piece back-propagated on its own, its prompt run once for all pieces on the shared-prompt path (exact; less
+    #: memory). 0: whole groups.
     loss_chunk_rows: int = 0
     #: `rlvr experiment`: shot counts evaluated for the base and the trained model.
     sweep_shots: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 4, 8])

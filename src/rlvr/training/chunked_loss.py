@@ -17,6 +17,11 @@ loss or the gradient and is not forwarded at all. What does not split this way r
 whole-batch loss, and :func:`why_not_chunked` says why: an entropy bonus or a top-entropy mask (both
 computed over the whole micro-batch), an MoE auxiliary loss, VESPO, and several processes or a
 sharded model (DDP and DeepSpeed expect one backward per micro-batch).
+
+A group larger than ``run.loss_chunk_rows`` is cut into pieces, each back-propagated on its own. On the
+shared-prompt loss path its prompt still runs once, forward and back, for all the pieces
+(:class:`rlvr.training.shared_prompt.SplitGroupPrompt`): its KV cache, and the prompt's activations behind
+it, stay alive until the group's last piece; on TRL's per-row path every piece runs the prompt again.
 """
 
 from __future__ import annotations
@@ -59,8 +64,8 @@ def loss_chunks(inputs: dict[str, Any], loss_type: str, rows_per_chunk: int) -> 
 
     Rows sharing a prompt (same ids and mask) form a group, in order of first appearance (TRL shuffles a
     generation batch before splitting it, so a group's rows need not be adjacent). A group larger than
-    ``rows_per_chunk`` is cut into near-equal pieces (each runs the prompt again: exact, since every row's
-    term is its own); smaller pieces are packed together up to ``rows_per_chunk``. Chunks with no token to
+    ``rows_per_chunk`` is cut into near-equal pieces (exact, since every row's term is its own; see
+    :func:`split_group_runs` for its prompt); smaller pieces are packed together up to ``rows_per_chunk``. Chunks with no token to
     score are left out: their loss is zero.
     """
     prompts = torch.cat([inputs["prompt_ids"], inputs["prompt_mask"]], dim=1)
@@ -88,6 +93,25 @@ def loss_chunks(inputs: dict[str, Any], loss_type: str, rows_per_chunk: int) -> 
         weight = 1.0 if kind == "one" else len(rows) / total_rows if kind == "rows" else tokens / total_tokens
         weighted.append((rows, weight))
     return weighted
+
+
+def split_group_runs(
+    inputs: dict[str, Any], chunks: list[tuple[torch.Tensor, float]]
+) -> list[tuple[torch.Tensor | None, list[tuple[torch.Tensor, float]]]]:
+    """``chunks`` in order, as (prompt, run): a run of consecutive chunks that all hold rows of one prompt only,
+    with that prompt's row of ``torch.cat([prompt_ids, prompt_mask], dim=1)``, when there are two or more of them
+    (a split group, whose prompt :class:`rlvr.training.shared_prompt.SplitGroupPrompt` runs once); else
+    ``(None, [chunk])``."""
+    prompts = torch.cat([inputs["prompt_ids"], inputs["prompt_mask"]], dim=1)
+    runs: list[tuple[torch.Tensor | None, list[tuple[torch.Tensor, float]]]] = []
+    for rows, weight in chunks:
+        own = prompts[rows]
+        prompt = own[0] if bool((own == own[0]).all()) else None
+        if prompt is not None and runs and runs[-1][0] is not None and torch.equal(runs[-1][0], prompt):
+            runs[-1][1].append((rows, weight))
+        else:
+            runs.append((prompt, [(rows, weight)]))
+    return [(prompt if len(run) > 1 else None, run) for prompt, run in runs]
 
 
 def select_rows(inputs: dict[str, Any], rows: torch.Tensor) -> dict[str, Any]:

@@ -19,7 +19,13 @@ from rlvr.errors import RlvrError
 from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
 from rlvr.memory import release_memory
-from rlvr.training.chunked_loss import loss_chunks, select_rows, why_not_chunked, zero_gradient_term
+from rlvr.training.chunked_loss import (
+    loss_chunks,
+    select_rows,
+    split_group_runs,
+    why_not_chunked,
+    zero_gradient_term,
+)
 from rlvr.training.controls import (
     Controls,
     clip_advantages,
@@ -30,7 +36,12 @@ from rlvr.training.controls import (
     zero_variance_groups,
 )
 from rlvr.training.health import batch_metrics
-from rlvr.training.shared_prompt import SharedPromptPlan, has_active_dropout, shared_token_logps
+from rlvr.training.shared_prompt import (
+    SharedPromptPlan,
+    SplitGroupPrompt,
+    has_active_dropout,
+    shared_token_logps,
+)
 from rlvr.training.trl_compat import TrlHooks
 
 
@@ -73,6 +84,7 @@ class RlvrGRPOTrainer(TrlHooks):
         self.shared_prompt = SharedPromptPlan(self._why_not_shared_rollouts(), self._why_not_shared_loss(),
                                               why_not_chunked(self))
         self._shared_loss_checked = False
+        self._split_group: SplitGroupPrompt | None = None  # the prompt of the group whose pieces the loss is running
         self.last_batch: dict[str, Any] | None = None  # the latest training batch, for samples and histograms
         self._timings: dict[str, float] = defaultdict(float)
         self._scored: torch.Tensor | None = None
@@ -207,7 +219,7 @@ class RlvrGRPOTrainer(TrlHooks):
         for start in range(0, input_ids.size(0), size):
             rows = slice(start, start + size)
             shared = shared_token_logps(model, input_ids[rows], attention_mask[rows], logits_to_keep, compute_entropy,
-                                        self.accelerator.autocast)
+                                        self.accelerator.autocast, self._split_group)
             if shared is None:
                 return trl()
             chunks.append(shared)
@@ -250,20 +262,31 @@ class RlvrGRPOTrainer(TrlHooks):
         """TRL's loss and gradients, one group at a time (:mod:`rlvr.training.chunked_loss`).
 
         Each group's weighted loss is back-propagated here; the returned value is the micro-batch's loss,
-        detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients.
+        detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients. The pieces
+        of a split group share one prompt pass on the shared-prompt path (:class:`SplitGroupPrompt`).
         """
         chunks = loss_chunks(inputs, self.loss_type, self.loss_chunk_rows)
+        # A chunk with all advantages 0 and beta 0 has loss 0 and gradient 0: it is not forwarded.
+        learning = [(rows, weight) for rows, weight in chunks
+                    if self.beta != 0.0 or bool(inputs["advantages"][rows].any())]
         zero = zero_gradient_term(model)
-        total, learned = zero.detach(), 0
-        for rows, weight in chunks:
-            part = select_rows(inputs, rows)
-            if self.beta == 0.0 and not bool(part["advantages"].any()):
-                continue  # loss 0 and gradient 0 without a forward
-            loss = super().compute_loss(model, part) * weight
-            self.accelerator.backward(loss)
-            total = total + loss.detach()  # stays on the device: no host sync per piece
-            learned += 1
-        self.metric_lists["train"]["update/skipped_share"].append(1.0 - learned / len(chunks) if chunks else 1.0)
+        total = zero.detach()
+        for prompt, run in split_group_runs(inputs, learning):
+            split = None
+            if prompt is not None and self.shared_prompt.loss is None:
+                split = SplitGroupPrompt(model, prompt, self.accelerator.autocast)
+            self._split_group = split
+            try:
+                for rows, weight in run:
+                    loss = super().compute_loss(model, select_rows(inputs, rows)) * weight
+                    self.accelerator.backward(loss)
+                    total = total + loss.detach()  # stays on the device: no host sync per piece
+            finally:
+                self._split_group = None
+            if split is not None:
+                split.backward()  # the group's prompt, once, with all its pieces' gradient
+        skipped = 1.0 - len(learning) / len(chunks) if chunks else 1.0
+        self.metric_lists["train"]["update/skipped_share"].append(skipped)
         return zero + total
 
     def _nothing_to_learn(self, inputs: dict[str, Any]) -> bool:
