@@ -137,3 +137,36 @@ def test_headline_of_a_task_without_exemplars_names_the_training_prompt_not_a_sh
     before["shots"] = after["shots"] = None  # code and keyword tasks take no exemplars
     text = headline(verdict(before, after, {"answer": None, "accuracy": None}, {"shared": {"train/test": 0}}))
     assert "greedy, the training prompt;" in text and "None-shot" not in text
+
+
+def graded(step, scores):
+    result = evaluation(step, [s >= 1.0 for s in scores])
+    result.update(shots=None, format_rate=None, mean_score=sum(scores) / len(scores),
+                  scores={f"item-{i}": s for i, s in enumerate(scores)})
+    return result
+
+
+def test_verdict_of_a_partial_credit_task_adds_the_mean_score_gain_with_its_wilcoxon_p():
+    from rlvr.training.verdict import headline, verdict
+
+    before, after = graded(0, [0.25, 0.5] * 10), graded(30, [0.5, 0.75] * 10)
+    v = verdict(before, after, {"answer": None, "accuracy": None}, {"shared": {"train/test": 0}})
+    assert v["score_gain"] == pytest.approx(0.25) and v["score_wilcoxon_p"] < 0.001
+    assert "score     0.375 -> 0.625" in headline(v) and "format    n/a -> n/a" in headline(v)
+
+
+def test_verdict_of_a_pass_fail_task_has_no_separate_score_test():
+    from rlvr.training.verdict import verdict
+
+    before, after = graded(0, [0.0, 1.0] * 5), graded(30, [1.0, 1.0] * 5)
+    assert "score_gain" not in verdict(before, after, {"answer": None, "accuracy": None}, {})
+
+
+def test_headline_shows_the_writing_indicators_before_and_after():
+    from rlvr.training.verdict import headline, verdict
+
+    before, after = graded(0, [0.25] * 4), graded(30, [0.5] * 4)
+    before["breakdown"] = {"writing indicators (mean per completion)": {"keyword_density": 0.05}}
+    after["breakdown"] = {"writing indicators (mean per completion)": {"keyword_density": 0.08}}
+    text = headline(verdict(before, after, {"answer": None, "accuracy": None}, {}))
+    assert "keyword density 5.0% -> 8.0%" in text

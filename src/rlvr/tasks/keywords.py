@@ -7,8 +7,15 @@ beside it. Users bring their own with ``prompts: my_prompts.jsonl`` (one
 path relative to the JSONL file for rows judged differently) and
 ``rubric: my_rubric.yaml``.
 
+``prompts: generated`` uses the templated vignettes of
+:mod:`rlvr.tasks.clinical_vignettes` instead: several hundred, so a test split
+of 200+ prompts leaves enough to train on.
+
 Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
 ``test_fraction`` and ``validation_fraction`` of them, ``train`` the rest.
+``test_prompts`` names a second prompts file (``builtin``: the 48 hand-written
+vignettes) that is the test split, whole; prompts sharing its text are then
+dropped from train and validation.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
 from rlvr.verifiers.keywords import Judgement
 
 BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
+#: ``prompts`` / ``test_prompts`` values naming the built-in sets rather than a file.
+BUILTIN, GENERATED = "builtin", "generated"
 
 
 @TASKS.register("keywords")
@@ -36,8 +45,10 @@ BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" /
 class KeywordsTask(Task):
     """Prompts answered in prose, rewarded by a keyword rubric that resists keyword stuffing."""
 
-    #: Prompts JSONL (None: the built-in clinical vignettes).
+    #: Prompts JSONL; None: the 48 built-in clinical vignettes; "generated": the templated ones (several hundred).
     prompts: str | None = None
+    #: A prompts JSONL used whole as the test split ("builtin": the 48 hand-written vignettes); None: carve it from prompts.
+    test_prompts: str | None = None
     #: Rubric YAML judging every row without its own (None: the built-in medical rubric).
     rubric: str | None = None
     #: Render prompts as chat messages (for instruct models); else plain text ending in "Answer:".
@@ -72,21 +83,21 @@ class KeywordsTask(Task):
         return Dataset.from_list([self._record(index, row) for index, row in rows])
 
     def rows(self, split: str) -> list[tuple[int, dict[str, Any]]]:
-        """(line index in the prompts file, row) for ``split``, before any limit."""
+        """(line index in its prompts file, row) for ``split``, before any limit."""
         check_split(split)
-        source = self._source()
-        if len(source) < 3:
-            raise RlvrError(f"{self._prompts_path()} has {len(source)} prompts; the three splits need at least 3.")
+        source = self._source(self.prompts)
+        carved = ("validation", "train") if self.test_prompts else ("test", "validation", "train")
+        if len(source) < len(carved):
+            raise RlvrError(f"{self._describe(self.prompts)} has {len(source)} prompts; the splits need at least {len(carved)}.")
         order = list(range(len(source)))
         random.Random(self.seed).shuffle(order)
-        n_test = max(1, round(len(order) * self.test_fraction))
-        n_validation = max(1, round(len(order) * self.validation_fraction))
-        chosen = {
-            "test": order[:n_test],
-            "validation": order[n_test : n_test + n_validation],
-            "train": order[n_test + n_validation :],
-        }
+        chosen: dict[str, list[int]] = {}
+        if not self.test_prompts:
+            chosen["test"], order = _take(order, self.test_fraction, len(source))
+        chosen["validation"], chosen["train"] = _take(order, self.validation_fraction, len(source))
         by_split = {name: [(i, source[i]) for i in sorted(indices)] for name, indices in chosen.items()}
+        if self.test_prompts:
+            by_split["test"] = list(enumerate(self._source(self.test_prompts)))
         kept, self.dropped_overlaps = disjoint_rows(by_split, lambda pair: str(pair[1]["prompt"]))
         return kept[split]
 
@@ -146,6 +157,9 @@ class KeywordsTask(Task):
             tables["rubric group coverage"] = {name: sum(v) / len(v) for name, v in groups.items()}
         if penalties:
             tables["penalised (share of completions)"] = {name: sum(v) / len(details) for name, v in penalties.items()}
+        indicators = _mean_indicators(details)
+        if indicators:
+            tables["writing indicators (mean per completion)"] = indicators
         return tables
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
@@ -164,22 +178,52 @@ class KeywordsTask(Task):
             "rubric": own,
         }
 
-    def _prompts_path(self) -> Path:
-        return Path(self.prompts).expanduser() if self.prompts else BUILTIN_PROMPTS
-
-    def _source(self) -> list[dict[str, Any]]:
+    def _source(self, prompts: str | None) -> list[dict[str, Any]]:
+        """The rows of a prompts source: None or "builtin" (the 48 vignettes), "generated", or a JSONL path."""
         cache = self.__dict__.setdefault("_cache", {})
-        if "rows" not in cache:
-            path = self._prompts_path()
-            rows = read_jsonl(path, required=("prompt",))
-            for number, row in enumerate(rows, start=1):
-                if not isinstance(row["prompt"], str) or not row["prompt"].strip():
-                    raise RlvrError(f"{path}: record {number} has an empty or non-text 'prompt'.")
-                if row.get("rubric"):
-                    row["rubric"] = str((path.parent / str(row["rubric"])).expanduser().resolve())
-                    load_rubric(row["rubric"])
-            cache["rows"] = rows
-        return cache["rows"]
+        if prompts not in cache:
+            if prompts == GENERATED:
+                from rlvr.tasks.clinical_vignettes import generate_vignettes
+
+                cache[prompts] = generate_vignettes()
+            else:
+                cache[prompts] = _read_prompts(_prompts_path(prompts))
+        return cache[prompts]
+
+    @staticmethod
+    def _describe(prompts: str | None) -> str:
+        return "the generated vignettes" if prompts == GENERATED else str(_prompts_path(prompts))
+
+
+def _prompts_path(prompts: str | None) -> Path:
+    return BUILTIN_PROMPTS if prompts in (None, BUILTIN) else Path(str(prompts)).expanduser()
+
+
+def _read_prompts(path: Path) -> list[dict[str, Any]]:
+    rows = read_jsonl(path, required=("prompt",))
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+            raise RlvrError(f"{path}: record {number} has an empty or non-text 'prompt'.")
+        if row.get("rubric"):
+            row["rubric"] = str((path.parent / str(row["rubric"])).expanduser().resolve())
+            load_rubric(row["rubric"])
+    return rows
+
+
+def _take(order: list[int], fraction: float, total: int) -> tuple[list[int], list[int]]:
+    """The first ``fraction`` of ``total`` (at least one) from ``order``, and the rest."""
+    count = max(1, round(total * fraction))
+    return order[:count], order[count:]
+
+
+def _mean_indicators(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each stuffing indicator (:func:`rlvr.verifiers.keywords.writing_indicators`) averaged over the completions having it."""
+    values: dict[str, list[float]] = {}
+    for detail in details:
+        for name, value in (detail.get("indicators") or {}).items():
+            if value is not None:
+                values.setdefault(name, []).append(float(value))
+    return {name: sum(v) / len(v) for name, v in values.items()}
 
 
 def _groups_shown(judgement: Judgement) -> str:

@@ -107,9 +107,13 @@ class EvalCallback(TrainerCallback):
         release_memory(collect=True)  # the evaluation's KV caches, before training goes on
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
+        breakdown = self.task.breakdown([r.get("details") or {} for r in records])
+        if breakdown:
+            stats["breakdown"] = breakdown
         seconds = time.time() - start
         evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
-                      "verdicts": {r["id"]: r["correct"] for r in records}}
+                      "verdicts": {r["id"]: r["correct"] for r in records},
+                      "scores": {r["id"]: _score(r) for r in records}}
         self.evaluations.append(evaluation)
         self._log(step, stats, seconds)
         self._save(records, step)
@@ -195,6 +199,12 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
     lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
                  f"McNemar exact p = {mcnemar_exact(only_before, only_after):.3g}")
     return "\n".join(lines)
+
+
+def _score(record: dict[str, Any]) -> float:
+    """An item's graded score (the task's; 1 or 0 by the verdict where the task has none)."""
+    score = record.get("score")
+    return float(score) if isinstance(score, (int, float)) else float(bool(record["correct"]))
 
 
 def _share(value: float | None) -> str:

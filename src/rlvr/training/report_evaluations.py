@@ -64,6 +64,9 @@ def _verdict_table(test: dict[str, Any]) -> str:
         ("format rate", _share(before.get("format_rate")), _share(after.get("format_rate"))),
         ("mean completion tokens", _number(before.get("mean_completion_tokens")), _number(after.get("mean_completion_tokens"))),
     ]
+    if "score_gain" in test:
+        rows.append(("mean score", _number(before.get("mean_score"), 3), _number(after.get("mean_score"), 3)))
+    rows += _indicator_rows(before.get("breakdown") or {}, after.get("breakdown") or {})
     lines = [_row(cells, header=index == 0) for index, cells in enumerate(rows)]
     gain, interval = test.get("gain"), test.get("gain_ci95")
     facts = [f"{test.get('items', before.get('n', '?'))} test items, {_e(test.get('decoding', 'greedy'))}, "
@@ -73,10 +76,21 @@ def _verdict_table(test: dict[str, Any]) -> str:
         facts.append(f"gain {gain:+.1%}{span}")
     if "now_right" in test:
         facts.append(f"{test['now_right']} now right, {test['now_wrong']} now wrong; McNemar exact p = {test.get('mcnemar_p', 1.0):.3g}")
+    if "score_gain" in test:
+        facts.append(f"mean score {test['score_gain']:+.3f}, paired Wilcoxon p = {test['score_wilcoxon_p']:.3g}")
     constant = test.get("constant_answer") or {}
     if isinstance(constant.get("accuracy"), (int, float)):
         facts.append(f"always answering {_e(repr(constant.get('answer')))}: {constant['accuracy']:.1%}")
     return f"<table>{''.join(lines)}</table><p>{'; '.join(facts)}.</p>"
+
+
+def _indicator_rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The task's writing indicators (keyword tasks: density, negation, repetition) before and after."""
+    title = next((t for t in before if t.startswith("writing indicators")), None)
+    if title is None:
+        return []
+    return [(name.replace("_", " "), _share(value, 1), _share((after.get(title) or {}).get(name), 1))
+            for name, value in before[title].items()]
 
 
 def _evaluations_table(evaluations: list[dict[str, Any]], samples: list[dict[str, Any]]) -> str:
@@ -145,12 +159,12 @@ def _accuracy(evaluation: dict[str, Any]) -> str:
     return f"{accuracy:.1%}{span}{counted}"
 
 
-def _share(value: Any) -> str:
-    return f"{value:.0%}" if isinstance(value, (int, float)) else "n/a"
+def _share(value: Any, digits: int = 0) -> str:
+    return f"{value:.{digits}%}" if isinstance(value, (int, float)) else "n/a"
 
 
-def _number(value: Any) -> str:
-    return f"{value:.0f}" if isinstance(value, (int, float)) else "n/a"
+def _number(value: Any, digits: int = 0) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "n/a"
 
 
 def _clip(value: Any, limit: int = 400) -> str:

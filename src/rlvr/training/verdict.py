@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval
+from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval, paired_score_test
 
-_KEPT = ("step", "n", "correct", "accuracy", "ci95", "format_rate", "stopped_rate", "mean_completion_tokens", "seconds")
+_KEPT = ("step", "n", "correct", "accuracy", "ci95", "mean_score", "mean_score_ci95", "format_rate", "stopped_rate",
+         "mean_completion_tokens", "seconds", "breakdown")
 
 
 def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, Any], overlap: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +43,20 @@ def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, A
         "mcnemar_p": mcnemar_exact(now_wrong, now_right),
         "constant_answer": baseline,
         "overlap": overlap,
+        **graded_gain(before, after, ids),
     }
+
+
+def graded_gain(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """For tasks whose items earn partial credit (a rubric score, the share of tests passed): the mean score's
+    paired gain and its Wilcoxon signed-rank p, since full credit alone (McNemar) ignores every partial step."""
+    first, second = before.get("scores") or {}, after.get("scores") or {}
+    if not ids or any(i not in first or i not in second for i in ids):
+        return {}
+    a, b = [first[i] for i in ids], [second[i] for i in ids]
+    if all(value in (0.0, 1.0) for value in a + b):
+        return {}  # pass/fail items: the score is the verdict, McNemar already says it
+    return {"score_gain": (sum(b) - sum(a)) / len(ids), "score_wilcoxon_p": paired_score_test(a, b)}
 
 
 def headline(v: dict[str, Any]) -> str:
@@ -57,11 +71,30 @@ def headline(v: dict[str, Any]) -> str:
         f"  accuracy  {_pct(before)} -> {_pct(after)}",
         f"  gain      {v['gain'] * 100:+.1f} points [95% CI {v['gain_ci95'][0] * 100:+.1f}, {v['gain_ci95'][1] * 100:+.1f}]"
         f"  ({v['now_right']} now right, {v['now_wrong']} now wrong; McNemar exact p = {v['mcnemar_p']:.2g})",
-        f"  format    {before['format_rate']:.0%} -> {after['format_rate']:.0%}",
+        f"  format    {_rate(before)} -> {_rate(after)}",
     ]
+    if "score_gain" in v:
+        lines.append(f"  score     {before['mean_score']:.3f} -> {after['mean_score']:.3f} (mean per item, {v['score_gain']:+.3f};"
+                     f" paired Wilcoxon p = {v['score_wilcoxon_p']:.2g})")
+    lines += _indicator_lines(before.get("breakdown") or {}, after.get("breakdown") or {})
     if constant.get("accuracy") is not None:
         lines.append(f"  always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}")
     return "\n".join(lines)
+
+
+def _indicator_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Writing indicators before -> after (keyword tasks), so a gain made by stuffing shows beside the score."""
+    title = next((t for t in before if t.startswith("writing indicators")), None)
+    if title is None or title not in after:
+        return []
+    shown = ", ".join(f"{name.replace('_', ' ')} {before[title][name]:.1%} -> {after[title][name]:.1%}"
+                      for name in before[title] if name in after[title])
+    return [f"  writing   {shown}"]
+
+
+def _rate(evaluation: dict[str, Any]) -> str:
+    rate = evaluation.get("format_rate")
+    return "n/a" if rate is None else f"{rate:.0%}"
 
 
 def _pct(evaluation: dict[str, Any]) -> str:

@@ -67,6 +67,8 @@ class Judgement:
     truncated: bool = False
     semantic: bool = False
     notes: list[str] = field(default_factory=list)
+    #: How the text is written, apart from the score (see :func:`writing_indicators`).
+    indicators: dict[str, float | None] = field(default_factory=dict)
 
     def explanation(self) -> dict[str, Any]:
         """Plain data (JSON-ready): the score, its base, every group, pattern and penalty."""
@@ -81,6 +83,7 @@ class Judgement:
             "well_formed_sentences": self.sentences,
             "truncated": self.truncated,
             "semantic_check": self.semantic,
+            "indicators": self.indicators,
         }
 
     def summary(self) -> str:
@@ -120,7 +123,25 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
         sentences=sum(problem is None for problem in problems),
         truncated=len(text) > MAX_ANALYSED_CHARS,
         semantic=use_semantic,
+        indicators=writing_indicators(mentions, units),
     )
+
+
+def writing_indicators(mentions: list[Mention], units: list[Unit]) -> dict[str, float | None]:
+    """Signs of stuffing, to compare before and after training (the score already penalises them; these say how much).
+
+    ``keyword_density``: share of the words that are rubric terms; ``negated_share``: share of the rubric-term
+    mentions that are negated ("no treatment"), None without mentions; ``repeated_trigram_share``: share of
+    the word trigrams that repeat an earlier one in the same text (loops, copied sentences).
+    """
+    words = [word for unit in units for word in unit.words]
+    keywords = [m for m in mentions if m.group is not None]
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
+    return {
+        "keyword_density": round(sum(m.words for m in keywords) / len(words), 4) if words else 0.0,
+        "negated_share": round(sum(m.negated for m in keywords) / len(keywords), 4) if keywords else None,
+        "repeated_trigram_share": round(1 - len(set(trigrams)) / len(trigrams), 4) if trigrams else 0.0,
+    }
 
 
 def _find_mentions(units: list[Unit], rubric: Rubric) -> tuple[list[Mention], list[str | None]]:
