@@ -88,3 +88,18 @@ def test_report_recounts_the_evaluations_of_a_run_that_stopped_before_its_summar
     write_lines(run_dir / "eval_samples.jsonl", [eval_record(s, i, s == 3 or i == 1, str(i)) for s in (0, 3) for i in (1, 2)])
     page = write_report(run_dir).read_text()
     assert "50.0% [9%–91%] (1/2)" in page and "100.0% [34%–100%] (2/2)" in page and "1 now right, 0 now wrong" in page
+
+
+def test_report_of_a_partial_credit_run_shows_the_score_test_and_the_writing_indicators(run_dir):
+    indicators = "writing indicators (mean per completion)"
+    before = {"step": 0, "n": 3, "correct": 0, "accuracy": 0.0, "ci95": [0.0, 0.56], "mean_score": 0.35,
+              "breakdown": {indicators: {"keyword_density": 0.041, "negated_share": 0.02}}}
+    after = {"step": 30, "n": 3, "correct": 1, "accuracy": 1 / 3, "ci95": [0.06, 0.79], "mean_score": 0.61,
+             "breakdown": {indicators: {"keyword_density": 0.052, "negated_share": 0.01}}}
+    summary = {"recipe": "r", "test": {"items": 3, "shots": None, "gain": 1 / 3, "gain_ci95": [-0.2, 0.7], "now_right": 1,
+                                       "now_wrong": 0, "mcnemar_p": 1.0, "score_gain": 0.26, "score_wilcoxon_p": 0.0012,
+                                       "before": before, "after": after}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    page = write_report(run_dir).read_text()
+    assert "mean score +0.260, paired Wilcoxon p = 0.0012" in page
+    assert "0.350" in page and "0.610" in page and "keyword density" in page and "4.1%" in page and "5.2%" in page
