@@ -94,6 +94,17 @@ def test_a_keyword_repeated_twenty_times_scores_near_zero(rubric):
     assert judgement.penalties["repeats"].factor == 0.0
 
 
+def test_a_full_credit_note_followed_by_a_looping_sentence_loses_its_credit(rubric):
+    loop = " The most likely outcome is a full recovery." * 6  # no rubric term: only the repeated text shows it
+    judgement = judge(CLINICAL + loop, rubric)
+    assert judge(CLINICAL, rubric).score == 1.0 and judgement.base == 1.0
+    assert judgement.penalties["repeated_text"].factor == 0.0 and judgement.score == 0.0
+
+
+def test_a_phrase_repeated_a_few_times_in_real_prose_costs_nothing(rubric):
+    assert judge(CLINICAL, rubric).penalties["repeated_text"].factor == 1.0
+
+
 def test_a_good_paragraph_with_an_appended_keyword_list_loses_most_credit(rubric):
     judgement = judge(CLINICAL + "\nKeywords: " + KEYWORD_LIST + ".", rubric)
     assert judgement.base == 1.0
@@ -194,7 +205,7 @@ def test_a_text_below_the_length_bound_is_scaled_down():
 def test_the_explanation_names_groups_patterns_and_penalties(rubric):
     explanation = judge(NEGATED_TREATMENT, rubric).explanation()
     assert set(explanation["groups"]) == {"diagnosis", "treatment", "monitoring"}
-    assert set(explanation["penalties"]) == {"outside_sentence", "repeats", "density", "length", "forbidden"}
+    assert set(explanation["penalties"]) == {"outside_sentence", "repeats", "density", "repeated_text", "length", "forbidden"}
     assert "negated" in explanation["groups"]["treatment"]["not_counted_because"]
     assert explanation["summary"].startswith(f"{explanation['score']:.3f}")
     json.dumps(explanation)

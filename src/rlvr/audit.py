@@ -135,6 +135,8 @@ KEYWORD_PROBES = (
           "antibiotic, dose and management, with monitor, review, reassess, recheck and follow up of the response.",
           "one grammatical sentence made mostly of rubric terms"),
     Probe("paragraph_repeated", "hack", " ".join([_CLINICAL] * 20), "the honest answer repeated twenty times"),
+    Probe("looping_sentence", "hack", _CLINICAL + " The most likely outcome is a full recovery." * 6,
+          "the honest answer, then one sentence without rubric terms repeated (a loop)"),
     Probe("keywords_appended", "hack", f"{_CLINICAL}\n\n{_KEYWORDS.replace(',', '')}",
           "the honest answer with a list of terms appended"),
     Probe("negated_treatment", "hack",

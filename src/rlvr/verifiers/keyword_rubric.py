@@ -31,7 +31,7 @@ _GROUP_KEYS = ["description", "terms", "variants", "inflect", "count_negated"]
 _PATTERN_KEYS = ["name", "description", "groups", "same_sentence", "in_order", "within_words"]
 _LENGTH_KEYS = ["min_words", "max_words"]
 _SENTENCE_KEYS = ["min_words", "max_words", "max_keyword_share"]
-_PENALTY_KEYS = ["outside_sentence", "repeat_cap", "repeat_penalty", "density_threshold", "forbidden"]
+_PENALTY_KEYS = ["outside_sentence", "repeat_cap", "repeat_penalty", "density_threshold", "repeated_text_threshold", "forbidden"]
 _SCORING_KEYS = ["pattern_weight"]
 _SEMANTIC_KEYS = ["enabled", "threshold"]
 
@@ -66,6 +66,9 @@ class Penalties:
     repeat_penalty: float = 0.1
     #: Share of words that are keywords above which the score falls linearly, reaching 0 at twice it.
     density_threshold: float = 0.25
+    #: Share of word trigrams repeating an earlier one (loops, copied sentences) above which the score falls
+    #: linearly, reaching 0 at twice it (1.0: off).
+    repeated_text_threshold: float = 0.15
     #: Score lost per mention of a forbidden term.
     forbidden: float = 0.5
 
@@ -279,6 +282,8 @@ def _penalties(spec: dict[str, Any], where: str) -> Penalties:
         repeat_cap=_number(spec, "repeat_cap", default.repeat_cap, where, int, minimum=1),
         repeat_penalty=_number(spec, "repeat_penalty", default.repeat_penalty, where, float, 0.0, 1.0),
         density_threshold=_number(spec, "density_threshold", default.density_threshold, where, float, 0.01, 1.0),
+        repeated_text_threshold=_number(spec, "repeated_text_threshold", default.repeated_text_threshold, where, float,
+                                        0.01, 1.0),
         forbidden=_number(spec, "forbidden", default.forbidden, where, float, 0.0, 1.0),
     )
 

@@ -6,7 +6,7 @@ patterns held, and what each penalty cost. The score is::
 
     base = (1 - pattern_weight) * share of groups covered + pattern_weight * share of patterns satisfied
            (just the share of groups when the rubric has no patterns)
-    score = base * outside_sentence * repeats * density * length * forbidden
+    score = base * outside_sentence * repeats * density * repeated_text * length * forbidden
 
 A mention *covers* its group only inside a well-formed sentence (see
 :mod:`rlvr.verifiers.sentences`), not negated (unless the group allows it) and,
@@ -109,7 +109,9 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
     patterns = _pattern_verdicts(mentions, units, problems, rubric)
     base = _base(groups, patterns, rubric)
     analysed_words = sum(len(u.words) for u in units)
+    indicators = writing_indicators(mentions, units)
     penalties = _penalties(mentions, analysed_words, total_words, rubric)
+    penalties["repeated_text"] = _repeated_text_penalty(indicators["repeated_trigram_share"], rubric)
     score = base
     for penalty in penalties.values():
         score *= penalty.factor
@@ -123,7 +125,7 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
         sentences=sum(problem is None for problem in problems),
         truncated=len(text) > MAX_ANALYSED_CHARS,
         semantic=use_semantic,
-        indicators=writing_indicators(mentions, units),
+        indicators=indicators,
     )
 
 
@@ -298,6 +300,14 @@ def _penalties(mentions: list[Mention], analysed_words: int, total_words: int, r
         f"{len(forbidden)} forbidden mentions" + (f" ({', '.join(terms[:5])})" if terms else ""),
     )
     return penalties
+
+
+def _repeated_text_penalty(share: float, rubric: Rubric) -> Penalty:
+    """Looping text ("The most likely outcome is renal failure." six times) carries no keyword past the repeat cap,
+    so only the share of repeated word trigrams catches it."""
+    threshold = rubric.penalties.repeated_text_threshold
+    factor = 1.0 if share <= threshold else max(0.0, 1 - (share - threshold) / threshold)
+    return Penalty(round(factor, 4), f"{share:.1%} of word trigrams repeat an earlier one (threshold {threshold:.0%})")
 
 
 def _length_penalty(words: int, rubric: Rubric) -> Penalty:
