@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from rlvr.errors import RlvrError
 from rlvr.tasks import get_task
 from rlvr.tasks.splits import normalize_question
