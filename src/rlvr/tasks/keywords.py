@@ -33,7 +33,7 @@ from rlvr.rewards.keywords import judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
 from rlvr.tasks.splits import disjoint_rows
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
-from rlvr.verifiers.keywords import Judgement
+from rlvr.verifiers.keywords import WRITING_INDICATORS, Judgement
 
 BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
 #: ``prompts`` / ``test_prompts`` values naming the built-in sets rather than a file.
@@ -159,7 +159,7 @@ class KeywordsTask(Task):
             tables["penalised (share of completions)"] = {name: sum(v) / len(details) for name, v in penalties.items()}
         indicators = _mean_indicators(details)
         if indicators:
-            tables["writing indicators (mean per completion)"] = indicators
+            tables[WRITING_INDICATORS] = indicators
         return tables
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:

@@ -93,6 +93,7 @@ class EvalCallback(TrainerCallback):
     def evaluate(self, step: int) -> dict[str, Any]:
         from rlvr.evaluation.backends import HFBackend, Sampling
         from rlvr.evaluation.evaluate import config_stats, generate_and_score
+        from rlvr.evaluation.summary import item_scores
 
         if self.evaluations and self.evaluations[-1]["step"] == step:
             return self.evaluations[-1]
@@ -113,7 +114,7 @@ class EvalCallback(TrainerCallback):
         seconds = time.time() - start
         evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
                       "verdicts": {r["id"]: r["correct"] for r in records},
-                      "scores": {r["id"]: _score(r) for r in records}}
+                      "scores": {item: v["score"] for item, v in item_scores(records, []).items()}}
         self.evaluations.append(evaluation)
         self._log(step, stats, seconds)
         self._save(records, step)
@@ -199,12 +200,6 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
     lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
                  f"McNemar exact p = {mcnemar_exact(only_before, only_after):.3g}")
     return "\n".join(lines)
-
-
-def _score(record: dict[str, Any]) -> float:
-    """An item's graded score (the task's; 1 or 0 by the verdict where the task has none)."""
-    score = record.get("score")
-    return float(score) if isinstance(score, (int, float)) else float(bool(record["correct"]))
 
 
 def _share(value: float | None) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts
+from rlvr.verifiers.keywords import WRITING_INDICATORS
 
 CHANGED_SHOWN = 3
 
@@ -86,11 +87,8 @@ def _verdict_table(test: dict[str, Any]) -> str:
 
 def _indicator_rows(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str, str]]:
     """The task's writing indicators (keyword tasks: density, negation, repetition) before and after."""
-    title = next((t for t in before if t.startswith("writing indicators")), None)
-    if title is None:
-        return []
-    return [(name.replace("_", " "), _share(value, 1), _share((after.get(title) or {}).get(name), 1))
-            for name, value in before[title].items()]
+    return [(name.replace("_", " "), _share(value, 1), _share((after.get(WRITING_INDICATORS) or {}).get(name), 1))
+            for name, value in (before.get(WRITING_INDICATORS) or {}).items()]
 
 
 def _evaluations_table(evaluations: list[dict[str, Any]], samples: list[dict[str, Any]]) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval, paired_score_test
+from rlvr.verifiers.keywords import WRITING_INDICATORS
 
 _KEPT = ("step", "n", "correct", "accuracy", "ci95", "mean_score", "mean_score_ci95", "format_rate", "stopped_rate",
          "mean_completion_tokens", "seconds", "breakdown")
@@ -84,11 +85,10 @@ def headline(v: dict[str, Any]) -> str:
 
 def _indicator_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Writing indicators before -> after (keyword tasks), so a gain made by stuffing shows beside the score."""
-    title = next((t for t in before if t.startswith("writing indicators")), None)
-    if title is None or title not in after:
+    if WRITING_INDICATORS not in before or WRITING_INDICATORS not in after:
         return []
-    shown = ", ".join(f"{name.replace('_', ' ')} {before[title][name]:.1%} -> {after[title][name]:.1%}"
-                      for name in before[title] if name in after[title])
+    first, last = before[WRITING_INDICATORS], after[WRITING_INDICATORS]
+    shown = ", ".join(f"{name.replace('_', ' ')} {first[name]:.1%} -> {last[name]:.1%}" for name in first if name in last)
     return [f"  writing   {shown}"]
 
 

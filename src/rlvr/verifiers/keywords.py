@@ -29,6 +29,8 @@ from rlvr.verifiers.keyword_rubric import WORD, Rubric
 from rlvr.verifiers.sentences import Unit, comma_run_words, is_negated, sentence_problem, split_units
 
 MAX_ANALYSED_CHARS = 100_000
+#: The breakdown table (and report rows) averaging :func:`writing_indicators` over completions.
+WRITING_INDICATORS = "writing indicators (mean per completion)"
 MAX_MENTIONS = 5_000
 _EVIDENCE_CHARS = 200
 
