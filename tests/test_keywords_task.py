@@ -60,6 +60,11 @@ def test_a_missing_test_prompts_file_is_one_clear_error(tmp_path):
         get_task("keywords", {"test_prompts": str(tmp_path / "nowhere.jsonl")}).load("test")
 
 
+def test_a_misspelled_prompt_source_names_the_built_in_ones():
+    with pytest.raises(RlvrError, match="use builtin, generated or the path of a JSONL file"):
+        get_task("keywords", {"prompts": "generatd"}).load("train")
+
+
 @pytest.mark.parametrize(("text", "name", "expected"), [
     ("The diagnosis is asthma and treatment is an inhaler.", "keyword_density", 2 / 9),
     ("There is no diagnosis yet. The treatment is rest.", "negated_share", 0.5),

@@ -187,7 +187,11 @@ class KeywordsTask(Task):
 
                 cache[prompts] = generate_vignettes()
             else:
-                cache[prompts] = _read_prompts(_prompts_path(prompts))
+                path = _prompts_path(prompts)
+                if not path.is_file():
+                    raise RlvrError(f"keywords prompts '{prompts}': no such file; use {BUILTIN}, {GENERATED} "
+                                    "or the path of a JSONL file.")
+                cache[prompts] = _read_prompts(path)
         return cache[prompts]
 
     @staticmethod
