@@ -17,7 +17,8 @@ def tiny_recipe(model_dir, *extra):
     return load_recipe(None, [
         f"model.name_or_path={model_dir}", "task.train_size=16", "grpo.max_steps=1",
         "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=6",
-        "grpo.save_strategy=no", "grpo.report_to=[]", "run.sample_steps=1", "run.keep_best=false", *extra,
+        "grpo.save_strategy=no", "grpo.report_to=[]", "run.sample_steps=1", "run.keep_best=false",
+        "run.sweep_variants=[]", *extra,  # the default recipe's own variants are not these tests' business
     ])
 
 
@@ -195,3 +196,139 @@ def test_training_keeps_its_validation_evaluations_when_they_choose_the_weights(
     recipe = load_recipe(None, ["run.keep_best=true", "run.eval_items=50", "run.eval_every_steps=5", "run.test_items=200"])
     run = training_recipe(ExperimentConfig(recipe=recipe, output_dir=str(tmp_path / "exp"))).run
     assert (run.keep_best, run.eval_items, run.eval_every_steps, run.test_items) == (True, 50, 5, 0)
+
+
+# ----------------------------------------------------------------------------- held-out variants (run.sweep_variants)
+
+THREE_DIGITS = {"generator_config": {"min_terms": 2, "max_terms": 2, "min_digits": 3, "max_digits": 3, "operators": ["+"],
+                                     "allow_negation": False, "allow_parentheses": False}}
+VARIANT = {"name": "3-digit addition", "task_options": THREE_DIGITS, "items": 3}
+VARIANT_STAGES = ["eval-base-variant-3-digit-addition", "eval-trained-variant-3-digit-addition"]
+
+
+def variants(*entries):
+    return "run.sweep_variants=" + json.dumps(list(entries))  # JSON is YAML
+
+
+@pytest.fixture(scope="module")
+def with_variant(finished, tiny_model_dir):
+    """The finished experiment, rerun in its directory with a held-out variant added (a copy elsewhere would
+    rerun the trained sweep: its key holds the adapter's path). What the directory held before is kept."""
+    from types import SimpleNamespace
+
+    out = finished.output_dir
+    before = {name: (out / name).read_text() for name in ("samples.jsonl", "report.html")}
+    lines = []
+    config = ExperimentConfig(tiny_recipe(tiny_model_dir, variants(VARIANT)), out, shots=SHOTS, items=ITEMS,
+                              progress=False)
+    result = run_experiment(config, say=lines.append)
+    return SimpleNamespace(result=result, lines=lines, before=before, report=(out / "report.html").read_text(),
+                           samples=(out / "samples.jsonl").read_text())
+
+
+def variant_records(out, label):
+    return [json.loads(line) for line in (out / "eval" / f"{label}-variant-3-digit-addition.jsonl").read_text().splitlines()]
+
+
+def test_adding_a_variant_to_a_finished_experiment_runs_only_the_variant_stages(with_variant):
+    assert with_variant.result.skipped == ["train", "eval-base", "eval-trained"]
+    assert with_variant.result.ran == VARIANT_STAGES
+    assert [line.split("]")[0] for line in with_variant.lines if line.startswith("[")] == [f"[{n}/5" for n in range(1, 6)]
+
+
+def test_a_variant_is_evaluated_for_base_and_trained_with_the_merged_task_options(with_variant):
+    import re
+
+    out = with_variant.result.output_dir
+    base, trained = variant_records(out, "base"), variant_records(out, "trained")
+    assert [r["id"] for r in base] == [r["id"] for r in trained] and len(base) == VARIANT["items"]
+    for record in base + trained:
+        assert record["variant"] == "3-digit addition" and record["shots"] == 1  # the recipe's own shot count
+        assert max(len(n) for n in re.findall(r"\d+", record["question"])) == 3  # trained on 1-2 digits only
+    described = with_variant.result.summary["variants"][0]
+    assert described["evaluated_task_options"]["generator_config"] == THREE_DIGITS["generator_config"]
+    assert described["evaluated_task_options"]["seed"] == 42 and described["task_options"] == THREE_DIGITS
+
+
+def test_a_variant_paired_test_in_the_summary_recounts_from_its_records(with_variant, tmp_path):
+    out = with_variant.result.output_dir
+    variant = with_variant.result.summary["variants"][0]
+    assert (variant["name"], variant["shots"], variant["items"]) == ("3-digit addition", 1, 3)
+    assert variant["base"]["n"] == variant["trained"]["n"] == variant["paired"]["n"] == 3
+    assert variant["most_common_answer"]["n"] == 3
+    both = tmp_path / "variant.jsonl"
+    both.write_text("".join(json.dumps(r) + "\n" for r in variant_records(out, "base") + variant_records(out, "trained")))
+    recounted = recount(both)
+    assert [r["accuracy"] for r in recounted["results"]] == [variant["base"]["accuracy"], variant["trained"]["accuracy"]]
+    comparison = recounted["comparisons"][0]
+    assert {k: comparison[k] for k in variant["paired"]} == variant["paired"]
+
+
+def test_variants_leave_the_sweep_and_samples_unchanged(finished, with_variant):
+    assert with_variant.samples == with_variant.before["samples.jsonl"] and '"variant"' not in with_variant.samples
+    assert with_variant.result.summary["sweep"] == finished.summary["sweep"]
+    assert with_variant.result.summary["most_common_answer"] == finished.summary["most_common_answer"]
+    assert finished.summary["variants"] == []
+
+
+def test_the_report_has_a_variant_section_only_with_variants(with_variant):
+    assert "Held-out variants (never trained on): base vs trained" in with_variant.report
+    assert "3-digit addition" in with_variant.report
+    assert "Held-out variants" not in with_variant.before["report.html"]
+
+
+def test_a_rerun_skips_finished_variant_stages(with_variant, tiny_model_dir, monkeypatch):
+    import importlib
+
+    import rlvr.training.run as training
+
+    evaluation = importlib.import_module("rlvr.evaluation.evaluate")
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("training ran again"))
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: pytest.fail("evaluation ran again"))
+    first = with_variant.result
+    config = ExperimentConfig(tiny_recipe(tiny_model_dir, variants(VARIANT)), first.output_dir, shots=SHOTS, items=ITEMS,
+                              progress=False)
+    again = run_experiment(config, say=lambda *_: None)
+    assert again.ran == [] and again.skipped == ["train", "eval-base", "eval-trained", *VARIANT_STAGES]
+    assert again.summary["variants"] == first.summary["variants"]
+
+
+def test_the_dry_run_lists_the_variant_stages_and_which_are_done(with_variant, tiny_model_dir, tmp_path):
+    from rlvr.experiment.run import experiment_plan
+
+    recipe = tiny_recipe(tiny_model_dir, variants(VARIANT, {"name": "1-digit", "task_options": {"shots": 0}}))
+    plan = experiment_plan(ExperimentConfig(recipe, tmp_path / "fresh", shots=SHOTS, items=ITEMS))
+    assert [s["name"] for s in plan["stages"]] == [
+        "train", "eval-base", "eval-trained", *VARIANT_STAGES, "eval-base-variant-1-digit", "eval-trained-variant-1-digit",
+        "report"]
+    assert [(v["name"], v["shots"], v["items"]) for v in plan["variants"]] == [("3-digit addition", 1, 3), ("1-digit", 0, ITEMS)]
+    done = experiment_plan(ExperimentConfig(tiny_recipe(tiny_model_dir, variants(VARIANT)),
+                                            with_variant.result.output_dir, shots=SHOTS, items=ITEMS))
+    assert [s["done"] for s in done["stages"]] == [True] * 5 + [False]
+
+
+def test_a_variant_task_option_the_task_lacks_fails_before_training(tiny_model_dir, tmp_path, monkeypatch):
+    import rlvr.training.run as training
+
+    monkeypatch.setattr(training, "train", lambda *a, **k: pytest.fail("training ran"))
+    wrong = {"name": "typo", "task_options": {"generator_confg": {}}}
+    with pytest.raises(RlvrError, match="run.sweep_variants 'typo': unknown key 'generator_confg' in task 'arithmetic'"):
+        experiment(tiny_model_dir, tmp_path / "exp", variants(wrong))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("{name: x}", "run.sweep_variants must be a list of mappings"),
+    ("[x]", r"run.sweep_variants\[0\] must be a mapping"),
+    ("[{task_options: {seed: 1}}]", r"run.sweep_variants\[0\] needs a name"),
+    ("[{name: '', task_options: {seed: 1}}]", r"run.sweep_variants\[0\] needs a name"),
+    ("[{name: a, task_options: {seed: 1}}, {name: a, task_options: {seed: 2}}]", "two variants are named 'a'"),
+    ("[{name: a b, task_options: {seed: 1}}, {name: a-b, task_options: {seed: 2}}]", "would share the files"),
+    ("[{name: a}]", "'a': task_options must be a mapping"),
+    ("[{name: a, task_options: [seed]}]", "'a': task_options must be a mapping"),
+    ("[{name: a, task_options: {seed: 1}, items: 0}]", "'a': items must be a positive integer"),
+    ("[{name: a, task_options: {seed: 1}, items: true}]", "'a': items must be a positive integer"),
+    ("[{name: a, task_options: {seed: 1}, itmes: 5}]", "unknown key 'itmes' in run.sweep_variants 'a'. Did you mean 'items'"),
+])
+def test_a_malformed_variant_is_one_clear_error_at_recipe_load(value, message):
+    with pytest.raises(RlvrError, match=message):
+        load_recipe(None, [f"run.sweep_variants={value}"])

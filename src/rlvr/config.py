@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,9 @@ class RunConfig:
     sweep_shots: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 4, 8])
     #: `rlvr experiment`: first N test items evaluated at every shot count (the same items for both models).
     sweep_items: int = 200
+    #: `rlvr experiment`: held-out variants of the task, never trained on, each evaluated base vs trained at the
+    #: recipe's shot count: [{name: ..., task_options: {...}, items: N}] (task_options merged over the task's).
+    sweep_variants: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.eval_split not in ("validation", "test"):
@@ -146,6 +150,50 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
+        check_sweep_variants(self.sweep_variants)
+
+
+#: Keys of one ``run.sweep_variants`` entry.
+VARIANT_KEYS = ["name", "task_options", "items"]
+
+
+def variant_slug(name: str) -> str:
+    """The file-name form of a variant's name: ``3-digit addition`` -> ``3-digit-addition``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def check_sweep_variants(variants: Any) -> None:
+    """The shape of ``run.sweep_variants``; the task options themselves are checked by the task
+    (:func:`rlvr.experiment.variants.variant_settings`, before training)."""
+    where = "run.sweep_variants"
+    if not isinstance(variants, list):
+        raise RlvrError(f"{where} must be a list of mappings like [{{name: 3-digit addition, task_options: "
+                        f"{{...}}, items: 200}}], got {variants!r}.")
+    slugs: dict[str, str] = {}
+    for index, variant in enumerate(variants):
+        if not isinstance(variant, dict):
+            raise RlvrError(f"{where}[{index}] must be a mapping with name, task_options and (optional) items, "
+                            f"got {variant!r}.")
+        name = variant.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise RlvrError(f"{where}[{index}] needs a name (a non-empty string), got {name!r}.")
+        check_keys(variant, VARIANT_KEYS, f"{where} '{name}'")
+        slug = variant_slug(name)
+        if not slug:
+            raise RlvrError(f"{where} '{name}': the name needs a letter or digit (it names the variant's files).")
+        if slug in slugs:
+            if slugs[slug] == name:
+                raise RlvrError(f"{where}: two variants are named '{name}'; give each its own name.")
+            raise RlvrError(f"{where}: '{slugs[slug]}' and '{name}' would share the files eval/*-variant-{slug}.jsonl; "
+                            "give them names that differ in letters or digits.")
+        slugs[slug] = name
+        options = variant.get("task_options")
+        if not isinstance(options, dict) or not options:
+            raise RlvrError(f"{where} '{name}': task_options must be a mapping of the task options it changes, "
+                            f"e.g. {{generator_config: {{min_digits: 3, max_digits: 3}}}}, got {options!r}.")
+        items = variant.get("items")
+        if items is not None and (isinstance(items, bool) or not isinstance(items, int) or items < 1):
+            raise RlvrError(f"{where} '{name}': items must be a positive integer (default: the sweep's), got {items!r}.")
 
 
 @dataclass

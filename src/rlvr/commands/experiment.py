@@ -23,8 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "experiment",
         help="train a recipe, evaluate base vs trained at several shot counts on the same test items, one report",
         description="Train the recipe, then evaluate the base model and the trained one on the first N test items at "
-        "each shot count of run.sweep_shots (greedy; strict and published scoring), and write DIR/train, "
-        "samples.jsonl, summary.json, figures/ and one self-contained report.html. Finished stages are not rerun.",
+        "each shot count of run.sweep_shots (greedy; strict and published scoring) and on each held-out variant of "
+        "run.sweep_variants, and write DIR/train, samples.jsonl, summary.json, figures/ and one self-contained "
+        "report.html. Finished stages are not rerun.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -92,6 +93,12 @@ def print_summary(summary: dict) -> None:
         p_value = f"{paired['p_value']:.3g}" if paired else "-"
         print(f"{row['shots']:>5}  {accuracy(base):>22}  {accuracy(trained):>22}  {difference:>9}  {p_value:>9}  "
               f"{base.get('published_accuracy', float('nan')):>15.1%}  {trained.get('published_accuracy', float('nan')):>17.1%}")
+    for variant in summary.get("variants") or []:
+        base, trained, paired = variant.get("base", {}), variant.get("trained", {}), variant.get("paired", {})
+        if base and trained and paired:
+            print(f"Held-out variant '{variant['name']}' ({variant['shots']}-shot, {paired['n']} items): base "
+                  f"{base['accuracy']:.1%} -> trained {trained['accuracy']:.1%} "
+                  f"({paired['accuracy_difference'] * 100:+.1f} pts, McNemar p {paired['p_value']:.3g}).")
     common = summary.get("most_common_answer") or {}
     if common:
         print(f"Always answering '{common['answer']}' (the most common gold answer): {common['accuracy']:.1%}.")

@@ -1,5 +1,6 @@
 """One self-contained HTML page for an experiment: training curves, the shot sweep base vs trained with
-intervals and paired tests, strict vs published scoring side by side, baselines and samples.
+intervals and paired tests, held-out variants base vs trained, strict vs published scoring side by side,
+baselines and samples.
 
 Figures are written as PNGs under ``DIR/figures/`` and embedded in ``report.html`` as base64, so the
 page is one file to share.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ def write_report(out: Path, recipe: Recipe, summary: dict[str, Any], records: li
         "<h2>Shot sweep: base vs trained</h2>",
         _img(sweep_png, "accuracy against the number of shots, base and trained, strict and published scoring"),
         _sweep_table(summary),
+        _variants_section(summary),
         "<h2>Strict vs published scoring</h2>",
         _scoring_section(summary, records),
         "<h2>Baselines and checks</h2>",
@@ -149,6 +152,33 @@ def _sweep_table(summary: dict[str, Any]) -> str:
         "<p class='note'>Accuracy is the strict verdict (the task's own judge, the one the training reward pays for), "
         "with its 95% Wilson interval and the count of correct items. A gain in format rate is not a gain in answers: "
         "both are shown.</p>")
+
+
+def _variants_section(summary: dict[str, Any]) -> str:
+    """Held-out variants, base vs trained (nothing when the recipe has none)."""
+    variants = summary.get("variants") or []
+    if not variants:
+        return ""
+    head = ["variant", "shots", "items", "base", "trained", "difference", "only base right", "only trained right",
+            "McNemar p", "format rate base → trained", "most common answer"]
+    rows = []
+    for variant in variants:
+        base, trained, paired = variant.get("base", {}), variant.get("trained", {}), variant.get("paired", {})
+        common = variant.get("most_common_answer") or {}
+        rows.append([
+            f"<div class='name'>{_e(variant['name'])}</div>", variant["shots"], base.get("n", variant["items"]), _accuracy(base), _accuracy(trained),
+            _signed(paired.get("accuracy_difference")), paired.get("only_first", ""), paired.get("only_second", ""),
+            _p(paired.get("p_value")), f"{_pct(base.get('format_rate'))} → {_pct(trained.get('format_rate'))}",
+            _pct(common.get("accuracy"), ".1%") if common else "n/a",
+        ])
+    changed = "".join(f"<li><b>{_e(v['name'])}</b>: <code>{_e(json.dumps(v['task_options'], ensure_ascii=False))}</code></li>"
+                      for v in variants)
+    return ("<h2>Held-out variants (never trained on): base vs trained</h2>" + _table(head, rows)
+            + "<p class='note'>Each variant changes the recipe's task options as listed (the rest are the recipe's) and "
+            "is evaluated on the first items of its test split at the recipe's shot count, greedy, with the sweep's "
+            "decoding: the same items for base and trained (McNemar exact test). The model never trained on these "
+            "items. The last column is the accuracy of always giving the most common gold "
+            f"answer of the variant's items.</p><ul>{changed}</ul>")
 
 
 def _scoring_section(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
@@ -308,6 +338,7 @@ th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
 th{background:#f2f2f2}
 .warning{background:#fdd;border:2px solid #c00;padding:.8em;font-weight:bold;margin:1em 0}
 .note{color:#555;font-size:.9em}
+.name{text-align:left}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:1em}
 .sample{border-left:4px solid #ccc;padding:.2em .6em}
 .sample.correct{border-color:#2a2}

@@ -7,7 +7,9 @@ Stages (each skipped when it already finished with the same settings, see :mod:`
 2. ``eval-base`` and ``eval-trained``: the first ``run.sweep_items`` test items at every shot count of
    ``run.sweep_shots``, greedy, the recipe's own task and prompt options, scored strictly (the training
    reward's verdict) and the published way (:mod:`rlvr.evaluation.published`);
-3. ``report``: ``samples.jsonl``, ``summary.json``, figures and ``report.html`` (always rewritten).
+3. ``eval-<label>-variant-<slug>``: for each held-out variant of ``run.sweep_variants`` (:mod:`.variants`),
+   base and trained on its own test items at the recipe's shot count;
+4. ``report``: ``samples.jsonl``, ``summary.json``, figures and ``report.html`` (always rewritten).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rlvr.errors import RlvrError
 from rlvr.evaluation.published import DECODINGS, PUBLISHED_MAX_NEW_TOKENS, check_choice
 from rlvr.experiment.stages import StageLog, settings_key
 from rlvr.experiment.summary import BASE, TRAINED, build_summary
+from rlvr.experiment.variants import describe, variant_settings, variant_stage
 
 #: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
 TRAINING_ONLY_OPTIONS = ("limit",)
@@ -70,8 +73,12 @@ def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResu
     recipe = training_recipe(config)
     sweep = sweep_settings(config, recipe)
 
+    specs = model_specs(recipe)
+    variants = variant_settings(recipe, sweep, TRAINING_ONLY_OPTIONS)  # a wrong task option fails before training
+    total = 1 + len(specs) * (1 + len(variants))
+
     train_key = settings_key(_recipe_settings(recipe))
-    say(f"[1/3] train '{recipe.name}' -> {recipe.output_dir}")
+    say(f"[1/{total}] train '{recipe.name}' -> {recipe.output_dir}")
     if _train_done(log, train_key, recipe):
         say("      done before with these settings: skipped")
         result.skipped.append("train")
@@ -80,31 +87,55 @@ def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResu
         result.ran.append("train")
 
     records: list[dict[str, Any]] = []
-    specs = model_specs(recipe)
     for number, spec in enumerate(specs, start=2):
-        name = f"eval-{spec.label}"
-        path = out / "eval" / f"{spec.label}.jsonl"
-        key = settings_key({"sweep": sweep, "model": spec.model, "adapter": spec.adapter,
-                            "train": log.entries.get("train", {}).get("finished") if spec.adapter else None})
-        say(f"[{number}/3] evaluate {spec.label} ({_describe(spec)}): shots {sweep['shots']}, "
+        say(f"[{number}/{total}] evaluate {spec.label} ({_describe(spec)}): shots {sweep['shots']}, "
             f"first {sweep['items']} {sweep['split']} items, {config.decoding} decoding")
-        if log.done(name, key, [path]):
-            say("      done before with these settings: skipped")
-            result.skipped.append(name)
-            records += _read_jsonl(path)
-            continue
-        began = time.time()
-        new = evaluate_spec(spec, sweep, config)
-        _write_jsonl(path, new)
-        log.finish(name, key, time.time() - began)
-        result.ran.append(name)
-        records += new
+        records += _eval_stage(log, result, config, spec, sweep, f"eval-{spec.label}", out / "eval" / f"{spec.label}.jsonl",
+                               _eval_key(log, spec, sweep=sweep), say)
 
-    summary = build_summary(recipe, config, sweep, specs, records, log, wall_seconds=time.time() - start)
+    variant_records: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    number = 1 + len(specs)
+    for settings in variants:
+        chosen: list[dict[str, Any]] = []
+        for spec in specs:
+            number += 1
+            name, path = variant_stage(out, spec.label, settings)
+            say(f"[{number}/{total}] evaluate {spec.label} on held-out variant '{settings['variant']}': "
+                f"{settings['shots'][0]}-shot, first {settings['items']} {settings['split']} items")
+            chosen += _eval_stage(log, result, config, spec, settings, name, path, _eval_key(log, spec, variant=settings),
+                                  say, tag={"variant": settings["variant"]})
+        variant_records.append((settings, chosen))
+
+    summary = build_summary(recipe, config, sweep, specs, records, log, wall_seconds=time.time() - start,
+                            variants=[(describe(settings), chosen) for settings, chosen in variant_records])
     result.summary = summary
     result.report = write_outputs(out, recipe, summary, records)
     say(f"      report: {result.report}")
     return result
+
+
+def _eval_key(log: StageLog, spec: Any, **settings: Any) -> str:
+    """An evaluation stage's settings key: its settings, the model and, for the trained model, when training
+    finished (a new training run makes every trained evaluation stale)."""
+    return settings_key({**settings, "model": spec.model, "adapter": spec.adapter,
+                         "train": log.entries.get("train", {}).get("finished") if spec.adapter else None})
+
+
+def _eval_stage(log: StageLog, result: ExperimentResult, config: ExperimentConfig, spec: Any, settings: dict[str, Any],
+                name: str, path: Path, key: str, say: Any, tag: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One evaluation stage: its records as written before with this key, else evaluated now and written."""
+    if log.done(name, key, [path]):
+        say("      done before with these settings: skipped")
+        result.skipped.append(name)
+        return _read_jsonl(path)
+    began = time.time()
+    new = evaluate_spec(spec, settings, config)
+    for record in new:
+        record.update(tag or {})
+    _write_jsonl(path, new)
+    log.finish(name, key, time.time() - began)
+    result.ran.append(name)
+    return new
 
 
 def experiment_plan(config: ExperimentConfig) -> dict[str, Any]:
@@ -119,15 +150,20 @@ def experiment_plan(config: ExperimentConfig) -> dict[str, Any]:
     adapter = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
     stages = [{"name": "train", "output": str(recipe.output_dir),
                "done": log.done("train", train_key, [recipe.output_dir / "summary.json", adapter])}]
-    for spec in model_specs(recipe):
-        key = settings_key({"sweep": sweep, "model": spec.model, "adapter": spec.adapter,
-                            "train": log.entries.get("train", {}).get("finished") if spec.adapter else None})
+    specs = model_specs(recipe)
+    for spec in specs:
         path = out / "eval" / f"{spec.label}.jsonl"
         stages.append({"name": f"eval-{spec.label}", "model": spec.model, "adapter": spec.adapter, "output": str(path),
-                       "done": log.done(f"eval-{spec.label}", key, [path])})
+                       "done": log.done(f"eval-{spec.label}", _eval_key(log, spec, sweep=sweep), [path])})
+    variants = variant_settings(recipe, sweep, TRAINING_ONLY_OPTIONS)
+    for settings in variants:
+        for spec in specs:
+            name, path = variant_stage(out, spec.label, settings)
+            stages.append({"name": name, "variant": settings["variant"], "model": spec.model, "adapter": spec.adapter,
+                           "output": str(path), "done": log.done(name, _eval_key(log, spec, variant=settings), [path])})
     stages.append({"name": "report", "output": str(out / "report.html"), "done": False})
     return {"recipe": recipe.name, "output_dir": str(out), "stages": stages, "sweep": sweep,
-            "training": recipe.to_dict()}
+            "variants": [describe(settings) for settings in variants], "training": recipe.to_dict()}
 
 
 def training_recipe(config: ExperimentConfig) -> Recipe:
@@ -209,7 +245,9 @@ def add_published_verdicts(records: list[dict[str, Any]], sweep: dict[str, Any])
 
 def _recipe_settings(recipe: Recipe) -> dict[str, Any]:
     data = recipe.to_dict()
-    data["run"] = {k: v for k, v in data["run"].items() if k != "output_dir"}
+    # Not training settings: where it goes, and the held-out variants (added to a finished experiment, they
+    # must not make its training stale; the key is unchanged from before variants existed).
+    data["run"] = {k: v for k, v in data["run"].items() if k not in ("output_dir", "sweep_variants")}
     return data
 
 

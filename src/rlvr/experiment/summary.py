@@ -1,7 +1,9 @@
-"""An experiment's ``summary.json``: training, the shot sweep base vs trained (strict and published), baselines.
+"""An experiment's ``summary.json``: training, the shot sweep base vs trained (strict and published), the
+held-out variants base vs trained, baselines.
 
-Every evaluation number is computed from the records (``samples.jsonl``) by the same functions
-``rlvr eval`` uses; ``sweep`` lays them out per shot count, base beside trained.
+Every evaluation number is computed from the records (``samples.jsonl``; a variant's from its
+``eval/*-variant-*.jsonl``) by the same functions ``rlvr eval`` uses; ``sweep`` lays them out per shot count,
+base beside trained, and ``variants`` one row per variant in the same layout.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ BASE, TRAINED = "base", "trained"
 
 
 def build_summary(recipe: Recipe, config: Any, sweep: dict[str, Any], specs: list[Any], records: list[dict[str, Any]],
-                  log: Any, wall_seconds: float) -> dict[str, Any]:
-    from rlvr.evaluation.evaluate import summarize
-    from rlvr.evaluation.published import add_published_summary
-
-    evaluation = summarize(records, specs)
-    add_published_summary(evaluation, records)
+                  log: Any, wall_seconds: float,
+                  variants: list[tuple[dict[str, Any], list[dict[str, Any]]]] | None = None) -> dict[str, Any]:
+    """``variants``: (description, records) of each held-out variant (:mod:`rlvr.experiment.variants`),
+    summarised apart from ``records``, the sweep's."""
+    evaluation = _evaluation(records, specs)
     training = _json(recipe.output_dir / "summary.json")
     return {
         "recipe": recipe.name,
@@ -37,9 +38,29 @@ def build_summary(recipe: Recipe, config: Any, sweep: dict[str, Any], specs: lis
         "evaluation": {**evaluation, **{k: v for k, v in sweep.items() if k != "task_options"},
                        "task_options": sweep["task_options"]},
         "sweep": sweep_rows(evaluation, BASE, TRAINED),
+        "variants": [variant_result(described, chosen, specs) for described, chosen in variants or []],
         "most_common_answer": most_common_answer(records),
         "train_overlap": train_overlap(recipe, records),
     }
+
+
+def _evaluation(records: list[dict[str, Any]], specs: list[Any]) -> dict[str, Any]:
+    """``rlvr eval``'s summary of ``records`` with the published scoring beside the strict one."""
+    from rlvr.evaluation.evaluate import summarize
+    from rlvr.evaluation.published import add_published_summary
+
+    evaluation = summarize(records, specs)
+    add_published_summary(evaluation, records)
+    return evaluation
+
+
+def variant_result(described: dict[str, Any], records: list[dict[str, Any]], specs: list[Any]) -> dict[str, Any]:
+    """One held-out variant: base and trained with the paired test, laid out as a sweep row (one shot
+    count), and the most-common-answer accuracy of its own items."""
+    rows = sweep_rows(_evaluation(records, specs), BASE, TRAINED)
+    row = rows[0] if rows else {}
+    return {**described, **{k: v for k, v in row.items() if k != "shots"},
+            "most_common_answer": most_common_answer(records)}
 
 
 def sweep_rows(evaluation: dict[str, Any], base: str, trained: str) -> list[dict[str, Any]]:
