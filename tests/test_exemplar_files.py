@@ -128,7 +128,7 @@ def test_an_empty_reasoning_is_refused(tmp_path):
 def test_more_shots_than_the_file_holds_is_refused(tmp_path, gsm8k_dir):
     path = tmp_path / "ex.jsonl"
     path.write_text(json.dumps({"question": "Q?", "reasoning": "R.", "answer": "1"}) + "\n")
-    with pytest.raises(RlvrError, match="shots=2 but .* holds 1 exemplars"):
+    with pytest.raises(RlvrError, match="asks for 2 exemplars but .* holds 1"):
         get_task("gsm8k", {"data": str(gsm8k_dir), "shots": 2, "exemplars": str(path)}).load("test")
 
 

@@ -110,3 +110,39 @@ def test_arithmetic_splits_come_from_different_generator_streams():
 def test_every_registered_task_names_default_rewards():
     for name in TASKS.names():
         assert TASKS.get(name).default_rewards
+
+
+def _exemplar_count(prompt: str) -> int:
+    return prompt.count("#### The final answer is")
+
+
+def test_shots_mix_cycles_exemplar_counts_over_train_and_validation_rows():
+    task = get_task("arithmetic", {"shots": 1, "shots_mix": [0, 1, 2], "train_size": 6, "validation_size": 3, "test_size": 3})
+    for split in ("train", "validation"):
+        rows = task.load(split)
+        counts = [_exemplar_count(p) for p in rows["prompt"]]
+        assert counts == [[0, 1, 2][i % 3] for i in range(len(rows))]
+        assert list(rows["exemplar_count"]) == counts
+
+
+def test_shots_mix_leaves_test_rows_at_the_headline_shot_count():
+    task = get_task("arithmetic", {"shots": 1, "shots_mix": [0, 2], "test_size": 5})
+    assert [_exemplar_count(p) for p in task.load("test")["prompt"]] == [1] * 5
+
+
+def test_shots_mix_with_chat_gives_each_row_its_exemplar_turns():
+    rows = get_task("arithmetic", {"shots": 1, "shots_mix": [0, 2], "chat": True, "train_size": 4}).load("train")
+    assert [len(p) for p in rows["prompt"]] == [1, 5, 1, 5]
+
+
+@pytest.mark.parametrize("mix", [[], [0, 9], "0,1", [True]])
+def test_a_malformed_shots_mix_is_one_clear_error(mix):
+    with pytest.raises(RlvrError, match="shots"):
+        get_task("arithmetic", {"shots_mix": mix})
+
+
+def test_gsm8k_shots_mix_cycles_counts_over_training_rows_only(gsm8k_dir):
+    task = get_task("gsm8k", {"data": str(gsm8k_dir), "shots": 2, "shots_mix": [0, 1]})
+    train = task.load("train")
+    assert [_exemplar_count(p) for p in train["prompt"]][:4] == [0, 1, 0, 1]
+    assert {_exemplar_count(p) for p in task.load("test")["prompt"]} == {2}

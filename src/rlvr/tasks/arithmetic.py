@@ -25,9 +25,11 @@ from rlvr.tasks.prompts import (
     Exemplar,
     check_exemplar_order,
     check_shots,
+    check_shots_mix,
     choose_exemplars,
     render_chat,
     render_prompt,
+    shots_for_row,
 )
 from rlvr.tasks.splits import PRIORITY, QuestionPool
 
@@ -55,6 +57,9 @@ class ArithmeticTask(NumericAnswerTask):
     test_size: int = 200
     #: Exemplars before each question (0-8), generated from their own stream.
     shots: int = 4
+    #: Exemplar counts for train and validation rows, cycled row by row (e.g. [0, 1, 2]); test rows keep `shots`.
+    #: None: every row gets `shots`.
+    shots_mix: list[int] | None = None
     #: "per_row": each row draws its own exemplars (seeded); "fixed": every row gets the first `shots` in order.
     exemplar_order: str = "per_row"
     seed: int = 42
@@ -67,6 +72,7 @@ class ArithmeticTask(NumericAnswerTask):
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
+        self.shots_mix = check_shots_mix(self.shots_mix)
         check_exemplar_order(self.exemplar_order)
         for name in ("train_size", "validation_size", "test_size"):
             if getattr(self, name) < 1:
@@ -82,12 +88,12 @@ class ArithmeticTask(NumericAnswerTask):
         pool = self.exemplar_pool()
         records = []
         for index, item in enumerate(items):
-            shots = choose_exemplars(pool, self.shots, self.seed, index, self.exemplar_order)
+            count = shots_for_row(self.shots, self.shots_mix, split, index)
+            shots = choose_exemplars(pool, count, self.seed, index, self.exemplar_order)
             question = item["question"]
             prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots)
-            records.append(
-                {"id": f"{self.generator}-{split}-{index}", "prompt": prompt, "question": question, "final_answer": str(item["answer"])}
-            )
+            records.append({"id": f"{self.generator}-{split}-{index}", "prompt": prompt, "question": question,
+                            "final_answer": str(item["answer"]), "exemplar_count": count})
         return Dataset.from_list(records)
 
     def exemplar_pool(self) -> list[Exemplar]:

@@ -29,9 +29,11 @@ from rlvr.tasks.prompts import (
     check_exemplar_order,
     check_prompt_format,
     check_shots,
+    check_shots_mix,
     choose_exemplars,
     render_chat,
     render_prompt,
+    shots_for_row,
 )
 from rlvr.tasks.splits import disjoint_rows
 from rlvr.verifiers.math import find_answer_line
@@ -64,6 +66,9 @@ class GSM8KTask(NumericAnswerTask):
     data: str = HUB_ID
     #: Number of exemplars before each question (0-8).
     shots: int = 8
+    #: Exemplar counts for train and validation rows, cycled row by row (e.g. [0, 1, 2]); test rows keep `shots`.
+    #: None: every row gets `shots`.
+    shots_mix: list[int] | None = None
     #: Where exemplars come from: "builtin" (the 8 written for rlvr), "train" (drawn from the train split), or a
     #: JSONL file with question, reasoning, answer per line (used in file order).
     exemplars: str = "builtin"
@@ -88,6 +93,7 @@ class GSM8KTask(NumericAnswerTask):
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
+        self.shots_mix = check_shots_mix(self.shots_mix)
         check_exemplar_order(self.exemplar_order)
         check_prompt_format(self.prompt_format)
         if self.chat and self.prompt_format == "published":
@@ -146,7 +152,8 @@ class GSM8KTask(NumericAnswerTask):
         except (KeyError, TypeError, ValueError):
             raise RlvrError(f"gsm8k row {index} of split '{split}' has no 'answer' ending in a '#### N' line.") from None
         question = str(row["question"]).strip()
-        shots = choose_exemplars(pool, self.shots, self.seed, index, self.exemplar_order)
+        count = shots_for_row(self.shots, self.shots_mix, split, index)
+        shots = choose_exemplars(pool, count, self.seed, index, self.exemplar_order)
         prompt: Any = render_chat(question, shots) if self.chat else render_prompt(question, shots, self.prompt_format)
         return {
             "id": f"gsm8k-{split}-{index}",
@@ -154,15 +161,17 @@ class GSM8KTask(NumericAnswerTask):
             "question": question,
             "final_answer": final,
             "reference_solution": row["answer"],
+            "exemplar_count": count,
         }
 
     def _exemplar_pool(self) -> list[Exemplar]:
-        if self.exemplars == "builtin" or self.shots == 0:
+        most = max([self.shots, *(self.shots_mix or [])])
+        if self.exemplars == "builtin" or most == 0:
             return BUILTIN_EXEMPLARS
         if self.exemplars != "train":
             pool = load_exemplars(Path(self.exemplars).expanduser())
-            if self.shots > len(pool):
-                raise RlvrError(f"gsm8k shots={self.shots} but {self.exemplars} holds {len(pool)} exemplars.")
+            if most > len(pool):
+                raise RlvrError(f"gsm8k asks for {most} exemplars but {self.exemplars} holds {len(pool)}.")
             return pool
         # Drawn from the training portion only, never from validation or test.
         rows = self.rows("train")

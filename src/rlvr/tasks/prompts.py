@@ -99,6 +99,28 @@ def check_shots(shots: int) -> int:
     return shots
 
 
+def check_shots_mix(mix: object) -> list[int] | None:
+    """``None`` or a non-empty list of exemplar counts (0-8), e.g. ``[0, 1, 2]``."""
+    if mix is None:
+        return None
+    if not isinstance(mix, (list, tuple)) or not mix:
+        raise RlvrError(f"shots_mix must be a non-empty list of exemplar counts such as [0, 1, 2], got {mix!r}.")
+    return [check_shots(shots) for shots in mix]
+
+
+def shots_for_row(shots: int, mix: list[int] | None, split: str, index: int) -> int:
+    """How many exemplars row ``index`` of ``split`` gets.
+
+    Train and validation rows cycle through ``mix`` (row ``i`` gets ``mix[i % len(mix)]``, so every count gets its
+    exact share; repeat a count to weight it); test rows, and every row when there is no mix, get ``shots``. Training
+    on several counts teaches the skill rather than one prompt; the test split stays at the headline's count and
+    ``rlvr experiment`` sweeps the others.
+    """
+    if not mix or split == "test":
+        return shots
+    return mix[index % len(mix)]
+
+
 def check_exemplar_order(order: str) -> str:
     if order not in EXEMPLAR_ORDERS:
         raise RlvrError(f"exemplar_order must be one of {', '.join(EXEMPLAR_ORDERS)}, got {order!r}.")
