@@ -327,6 +327,7 @@ def test_a_variant_task_option_the_task_lacks_fails_before_training(tiny_model_d
     ("[{name: a, task_options: [seed]}]", "'a': task_options must be a mapping"),
     ("[{name: a, task_options: {seed: 1}, items: 0}]", "'a': items must be a positive integer"),
     ("[{name: a, task_options: {seed: 1}, items: true}]", "'a': items must be a positive integer"),
+    ("[{name: a, task_options: {seed: 1}, max_new_tokens: 0}]", "'a': max_new_tokens must be a positive integer"),
     ("[{name: a, task_options: {seed: 1}, itmes: 5}]", "unknown key 'itmes' in run.sweep_variants 'a'. Did you mean 'items'"),
 ])
 def test_a_malformed_variant_is_one_clear_error_at_recipe_load(value, message):

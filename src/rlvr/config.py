@@ -126,7 +126,8 @@ class RunConfig:
     #: `rlvr experiment`: first N test items evaluated at every shot count (the same items for both models).
     sweep_items: int = 200
     #: `rlvr experiment`: held-out variants of the task, never trained on, each evaluated base vs trained at the
-    #: recipe's shot count: [{name: ..., task_options: {...}, items: N}] (task_options merged over the task's).
+    #: recipe's shot count: [{name: ..., task_options: {...}, items: N, max_new_tokens: N}] (task_options merged
+    #: over the task's; items and max_new_tokens default to the sweep's: longer answers may need more tokens).
     sweep_variants: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -154,7 +155,7 @@ class RunConfig:
 
 
 #: Keys of one ``run.sweep_variants`` entry.
-VARIANT_KEYS = ["name", "task_options", "items"]
+VARIANT_KEYS = ["name", "task_options", "items", "max_new_tokens"]
 
 
 def variant_slug(name: str) -> str:
@@ -172,7 +173,7 @@ def check_sweep_variants(variants: Any) -> None:
     slugs: dict[str, str] = {}
     for index, variant in enumerate(variants):
         if not isinstance(variant, dict):
-            raise RlvrError(f"{where}[{index}] must be a mapping with name, task_options and (optional) items, "
+            raise RlvrError(f"{where}[{index}] must be a mapping with name, task_options and (optional) items and max_new_tokens, "
                             f"got {variant!r}.")
         name = variant.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -194,6 +195,10 @@ def check_sweep_variants(variants: Any) -> None:
         items = variant.get("items")
         if items is not None and (isinstance(items, bool) or not isinstance(items, int) or items < 1):
             raise RlvrError(f"{where} '{name}': items must be a positive integer (default: the sweep's), got {items!r}.")
+        tokens = variant.get("max_new_tokens")
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise RlvrError(f"{where} '{name}': max_new_tokens must be a positive integer (default: the sweep's), "
+                            f"got {tokens!r}.")
 
 
 @dataclass

@@ -21,9 +21,18 @@ def build_tokenizer():  # noqa: ANN201
     core = Tokenizer(models.WordPiece(vocab=vocab, unk_token="<unk>", max_input_chars_per_word=10**6))
     core.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
     core.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=core, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
     )
+    tokenizer.chat_template = TINY_CHAT_TEMPLATE
+    return tokenizer
+
+
+#: A short chat template (one letter per role), so chat recipes such as the CPU default run on the tiny model.
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'][0] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}a: {% endif %}"
+)
 
 
 def build_tiny_model(path: str | Path, hidden_size: int = 32, layers: int = 2, seed: int = 0) -> Path:

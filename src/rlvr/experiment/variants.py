@@ -3,7 +3,8 @@ on, each evaluated base vs trained at the recipe's own shot count, on the same t
 
 A variant's ``task_options`` replace the recipe's task options key by key (a shallow merge: a nested mapping
 such as ``generator_config`` is replaced whole, not merged). Everything else is the shot sweep's: split,
-decoding, new-token limit, backend, batch size. Each (variant, model) is one stage writing
+decoding, backend, batch size, and (unless the variant gives its own ``items`` or ``max_new_tokens``, for
+answers longer than the training task's) the item count and new-token limit. Each (variant, model) is one stage writing
 ``eval/<label>-variant-<slug>.jsonl``, records tagged ``"variant": name``; they never enter ``samples.jsonl``,
 the sweep or its baselines.
 """
@@ -43,6 +44,7 @@ def variant_settings(recipe: Recipe, sweep: dict[str, Any], training_only: tuple
             "task_options": options,
             "shots": [int(getattr(task, "shots", 0) or 0)],
             "items": variant.get("items") or sweep["items"],
+            "max_new_tokens": variant.get("max_new_tokens") or sweep["max_new_tokens"],
         })
     return settings
 
@@ -58,4 +60,4 @@ def describe(settings: dict[str, Any]) -> dict[str, Any]:
     evaluated (merged), its shot count and items."""
     return {"name": settings["variant"], "task_options": settings["variant_options"],
             "evaluated_task_options": settings["task_options"], "shots": settings["shots"][0],
-            "items": settings["items"]}
+            "items": settings["items"], "max_new_tokens": settings["max_new_tokens"]}
