@@ -139,6 +139,24 @@ def test_headline_of_a_task_without_exemplars_names_the_training_prompt_not_a_sh
     assert "greedy, the training prompt;" in text and "None-shot" not in text
 
 
+def test_headline_of_a_mixed_exemplar_run_says_training_saw_several_prompts():
+    from rlvr.training.verdict import headline, verdict
+
+    before, after = evaluation(0, [False, True]), evaluation(4, [True, True])
+    before["shots"] = after["shots"] = 1
+    before["training_exemplar_counts"] = [0, 1, 2]
+    text = headline(verdict(before, after, {"answer": None, "accuracy": None}, {"shared": {"train/test": 0}}))
+    assert "greedy, 1-shot (training mixed 0/1/2 exemplars);" in text and "(the training prompt)" not in text
+
+
+def test_validation_table_of_a_mixed_exemplar_split_names_the_counts_not_one_shot_count():
+    first, last = evaluation(0, [False, True]), evaluation(4, [True, True])
+    for result in (first, last):
+        result.update(shots=None, exemplar_counts=[0, 1, 2])
+    table = before_after_table([first, last])
+    assert "greedy, 0/1/2 exemplars (task.shots_mix)" in table and "-shot" not in table
+
+
 def graded(step, scores):
     result = evaluation(step, [s >= 1.0 for s in scores])
     result.update(shots=None, format_rate=None, mean_score=sum(scores) / len(scores),

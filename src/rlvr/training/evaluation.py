@@ -111,6 +111,11 @@ class EvalCallback(TrainerCallback):
         breakdown = self.task.breakdown([r.get("details") or {} for r in records])
         if breakdown:
             stats["breakdown"] = breakdown
+        counts = _exemplar_counts(self.items)
+        if len(counts) > 1:  # a shots_mix split (validation): the rows' own counts, not task.shots
+            stats["shots"], stats["exemplar_counts"] = None, counts
+        elif getattr(self.task, "shots_mix", None):  # test items keep task.shots; training saw the mix
+            stats["training_exemplar_counts"] = sorted(set(self.task.shots_mix))
         seconds = time.time() - start
         evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
                       "verdicts": {r["id"]: r["correct"] for r in records},
@@ -195,6 +200,8 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
         ("mean tokens", f"{first['mean_completion_tokens']:.0f}", f"{last['mean_completion_tokens']:.0f}"),
     ]
     shots = f", {first['shots']}-shot" if first.get("shots") is not None else ""
+    if first.get("exemplar_counts"):
+        shots = f", {'/'.join(map(str, first['exemplar_counts']))} exemplars (task.shots_mix)"
     lines = [f"Held-out evaluation: {first['n']} {first['split']} items, greedy{shots}"]
     lines += [f"  {a:<18} {b:>22} {c:>22}" for a, b, c in rows]
     lines.append(f"  paired: {only_after} now right, {only_before} now wrong; "
@@ -205,3 +212,9 @@ def before_after_table(evaluations: list[dict[str, Any]]) -> str:
 def _share(value: float | None) -> str:
     """A rate as a percentage; "n/a" for tasks without a notion of answer form (keywords)."""
     return "n/a" if value is None else f"{value:.0%}"
+
+
+def _exemplar_counts(items: Any) -> list[int]:
+    """The distinct exemplar counts of evaluation items that record theirs (tasks with ``shots_mix``)."""
+    names = getattr(items, "column_names", None) or []
+    return sorted(set(items["exemplar_count"])) if "exemplar_count" in names else []

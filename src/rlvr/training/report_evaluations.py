@@ -70,8 +70,10 @@ def _verdict_table(test: dict[str, Any]) -> str:
     rows += _indicator_rows(before.get("breakdown") or {}, after.get("breakdown") or {})
     lines = [_row(cells, header=index == 0) for index, cells in enumerate(rows)]
     gain, interval = test.get("gain"), test.get("gain_ci95")
-    facts = [f"{test.get('items', before.get('n', '?'))} test items, {_e(test.get('decoding', 'greedy'))}, "
-             f"{_e(test.get('shots', '?'))}-shot"]
+    shots = "the training prompt" if test.get("shots") is None else f"{_e(test['shots'])}-shot"
+    if test.get("training_exemplar_counts"):
+        shots += f" (training mixed {_e('/'.join(map(str, test['training_exemplar_counts'])))} exemplars)"
+    facts = [f"{test.get('items', before.get('n', '?'))} test items, {_e(test.get('decoding', 'greedy'))}, {shots}"]
     if isinstance(gain, (int, float)):
         span = f" [95% CI {interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""
         facts.append(f"gain {gain:+.1%}{span}")

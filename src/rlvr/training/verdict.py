@@ -31,6 +31,7 @@ def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, A
         "split": "test",
         "items": len(ids),
         "shots": before.get("shots"),
+        "training_exemplar_counts": before.get("training_exemplar_counts"),
         "decoding": "greedy",
         "before": {k: before[k] for k in _KEPT if k in before},
         "after": {k: after[k] for k in _KEPT if k in after},
@@ -67,6 +68,9 @@ def headline(v: dict[str, Any]) -> str:
     held = f"{shared} of {v['items']} test questions also in the train split" if shared is not None else "overlap unchecked"
     constant = v["constant_answer"]
     prompt = "the training prompt" if v["shots"] is None else f"{v['shots']}-shot (the training prompt)"
+    if v["shots"] is not None and v.get("training_exemplar_counts"):
+        counts = "/".join(map(str, v["training_exemplar_counts"]))
+        prompt = f"{v['shots']}-shot (training mixed {counts} exemplars)"
     lines = [
         f"Held-out test: {v['items']} items, greedy, {prompt}; {held}.",
         f"  accuracy  {_pct(before)} -> {_pct(after)}",
