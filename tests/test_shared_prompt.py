@@ -259,7 +259,9 @@ def test_a_batch_whose_advantages_are_all_zero_skips_the_forward_and_gets_zero_g
 
 
 def test_rollouts_prefill_each_distinct_prompt_once(tiny_model_dir, tmp_path):
-    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    # Plain 1-shot prompts: no prefix common to all of them, so no separate prefix pass to count (the chat
+    # template's shared head is prefilled once more, before the distinct prompts: tested in test_decoding).
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "task.chat=false", "task.shots_mix=null")
     shapes, handle = backbone_input_shapes(trainer)
     try:
         batch = rollout(trainer, shared_loss=True)
