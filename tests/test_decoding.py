@@ -178,3 +178,29 @@ def test_rows_with_the_same_prompt_stay_in_one_thread(model_and_tokenizer):
     assert len(parts) == 2 and sorted(parts[0] + parts[1]) == list(range(20))
     for row in range(10):  # row and row + 10 hold the same prompt
         assert (row in parts[0]) == (row + 10 in parts[0])
+
+
+def test_batches_group_prompts_that_start_alike():
+    from rlvr.evaluation.backends import batch_order
+
+    prompts = [[1, 9, 5], [1, 2, 7, 7], [1, 9, 4, 4], [1, 2, 6]]
+    assert batch_order(prompts) == [3, 1, 2, 0]  # the two "1, 2" prompts first, then the two "1, 9" ones
+
+
+def test_prompts_that_share_exemplars_are_prefilled_once_per_batch(model_and_tokenizer):
+    """Batched in prompt order, rows with the same exemplar share it in their batch; the results keep input order."""
+    model, tokenizer = model_and_tokenizer
+    exemplars = ["Question: one plus one\nAnswer: two\n\n" * 3, "Question: two plus one\nAnswer: tre\n\n" * 3]
+    prompts = [exemplars[i % 2] + f"Question: item {i}\n" for i in range(6)]
+    prefills = []
+    hook = model.register_forward_pre_hook(lambda _m, _a, kwargs: prefills.append(kwargs["input_ids"].shape),
+                                           with_kwargs=True)
+    sampling = Sampling(max_new_tokens=3)
+    try:
+        together = HFBackend(model, tokenizer, STOPS, batch_size=3).generate(prompts, sampling)
+    finally:
+        hook.remove()
+    shared_prefix_passes = [shape for shape in prefills if shape[0] == 1 and shape[1] > 20]
+    assert len(shared_prefix_passes) == 2  # one per exemplar, not one per row
+    alone = [HFBackend(model, tokenizer, STOPS, batch_size=1).generate([p], sampling)[0] for p in prompts]
+    assert [row[0].text for row in together] == [row[0].text for row in alone]

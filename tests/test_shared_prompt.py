@@ -116,7 +116,7 @@ def test_the_loss_forward_runs_each_distinct_prompt_once(tiny_model_dir, tmp_pat
 
 
 def test_the_loss_runs_one_group_at_a_time_each_prompt_once(tiny_model_dir, tmp_path):
-    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "run.loss_chunk_rows=4")  # whole groups of 4
     inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
     inputs["advantages"] = torch.ones(8)
     loss_and_lora_grads(trainer, inputs, shared=True)
@@ -207,7 +207,7 @@ def test_a_split_groups_prompt_gradient_counted_other_than_once_differs_from_trl
 
 
 def test_a_group_whose_advantages_are_all_zero_is_not_forwarded(tiny_model_dir, tmp_path):
-    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "run.loss_chunk_rows=4")  # whole groups of 4
     inputs = micro_batch(rollout(trainer, shared_loss=True), torch.arange(8))  # two whole groups of 4
     inputs["advantages"] = torch.tensor([0.0] * 4 + [1.0, -1.0, 0.5, -0.5])
     loss_and_lora_grads(trainer, inputs, shared=True)
@@ -293,3 +293,22 @@ def test_a_loss_that_spans_the_micro_batch_runs_whole_and_says_why(tiny_model_di
     trainer = build_trainer(tiny_recipe(tiny_model_dir, tmp_path / "out", setting), quiet=True)
     assert reason in trainer.shared_prompt.chunks
     assert trainer.shared_prompt.summary()["loss_batch"].startswith("whole micro-batch (")
+
+
+def test_rollouts_decode_with_the_adapter_merged_and_leave_it_unmerged(tiny_model_dir, tmp_path):
+    """Rollouts run plain linear layers (LoRA merged in), then training goes on with the adapter separate and
+    the frozen weights as they were (to float rounding)."""
+    trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path)
+    frozen = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if not p.requires_grad}
+    merged_during = []
+    layer = next(m for m in trainer.model.modules() if hasattr(m, "merged") and hasattr(m, "lora_A"))
+    hook = layer.register_forward_pre_hook(lambda module, _args: merged_during.append(module.merged))
+    try:
+        rollout(trainer, shared_loss=True)
+    finally:
+        hook.remove()
+    assert merged_during and all(merged_during)
+    assert not layer.merged
+    for name, parameter in trainer.model.named_parameters():
+        if name in frozen:
+            torch.testing.assert_close(parameter, frozen[name], rtol=1e-6, atol=1e-6, msg=name)

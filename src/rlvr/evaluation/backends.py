@@ -79,8 +79,19 @@ def render_prompts(prompts: Sequence[Any], tokenizer: Any) -> list[str]:
     return out
 
 
+def batch_order(token_ids: Sequence[Sequence[int]]) -> list[int]:
+    """Prompt indices in the order they are batched: by their tokens, so prompts that start alike sit together.
+
+    Decoding runs a prefix that every prompt of a batch shares once (:mod:`rlvr.evaluation.decoding`); with
+    per-row exemplars (8 in the arithmetic pool) this order makes a batch share its exemplars, not only the chat
+    header, and the prefill, most of an evaluation's compute, shrinks to the questions. Each row's prompt and
+    positions are unchanged, so its greedy tokens are too (up to float rounding of other batch shapes).
+    """
+    return sorted(range(len(token_ids)), key=lambda i: list(token_ids[i]))
+
+
 class HFBackend:
-    """Batched ``generate``: prompts sorted by length, left-padded, each row stopped at its answer line."""
+    """Batched ``generate``: prompts in token order (:func:`batch_order`), left-padded, each row stopped at its answer line."""
 
     name = "hf"
 
@@ -102,9 +113,7 @@ class HFBackend:
         import torch
 
         self.tokenizer.padding_side = "left"
-        lengths = [len(self.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
-        # Longest first: similar lengths share a batch (little padding) and the first batch shows the worst case.
-        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])
+        order = batch_order([self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts])
         per_batch = max(1, self.batch_size // sampling.n)
         results: list[list[Generation]] = [[] for _ in prompts]
         if not sampling.greedy:

@@ -35,6 +35,7 @@ from rlvr.training.controls import (
     unspliceable_keys,
     zero_variance_groups,
 )
+from rlvr.training.evaluation import merged_adapter
 from rlvr.training.health import batch_metrics
 from rlvr.training.shared_prompt import (
     SharedPromptPlan,
@@ -201,6 +202,7 @@ class RlvrGRPOTrainer(TrlHooks):
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as model,
             torch.no_grad(),
+            merged_adapter(model, self),  # plain linear layers: ~10% faster rollouts; unmerged for the loss
         ):
             return decode(model, padded, mask, config.max_new_tokens, finished, set(self.eos_token_ids),
                           warpers_for(config))
