@@ -164,7 +164,7 @@ def whole_model(trainer: Any) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def merged_adapter(model: Any, trainer: Any) -> Iterator[None]:
-    """LoRA weights merged into the base weights while evaluating, as ``rlvr eval`` merges a saved adapter.
+    """LoRA weights merged into the base weights while evaluating or decoding rollouts, as ``rlvr eval`` merges a saved adapter.
 
     Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
     equal those ``rlvr eval --adapter`` builds from the saved adapter. Unmerged afterwards, so training goes on
