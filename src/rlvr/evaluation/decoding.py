@@ -11,8 +11,9 @@ It also avoids running the same prompt tokens twice:
 * rows with the same prompt (GRPO's ``num_generations`` completions of one
   prompt, or ``n`` samples per item in ``rlvr eval``) are prefilled once and the
   prompt's KV cache is repeated for each of its rows;
-* prompts that start with the same tokens (k-shot exemplars) run that shared
-  prefix once, for one row, and only what differs per prompt after it.
+* a run of tokens that several prompts share (the chat header, k-shot
+  exemplars) is run once, for one row, and each prompt only runs what differs
+  after it: a prefix tree (:mod:`rlvr.evaluation.prefill`).
 
 Greedy decoding picks the same tokens as ``generate`` (up to float rounding of
 different batch shapes); sampling applies transformers' own logits warpers
@@ -30,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
+
+from rlvr.evaluation.prefill import prefill
 
 # generation_config settings that change which token generate() picks beyond what sampling_warpers applies;
 # with any of them away from its neutral value, use generate().
@@ -123,9 +126,9 @@ def decode(
 
     A row ends at EOS (included), when ``finished(its new ids)`` is true, or at
     ``max_new_tokens``. ``warpers`` (see :func:`sampling_warpers`) None means
-    greedy. Rows with identical prompts share one prefill; when the distinct
-    prompts start with the same ``min_shared`` or more tokens (k-shot
-    exemplars), that prefix is run once for all of them.
+    greedy. Rows with identical prompts share one prefill; a run of tokens
+    that several distinct prompts share (k-shot exemplars) is run once when it
+    saves ``min_shared`` or more token computations (:mod:`rlvr.evaluation.prefill`).
 
     The rows are split over ``workers`` threads (default :func:`decode_workers`), rows sharing a prompt
     kept together, each thread with its share of the intra-op threads. Greedy rows get the same tokens
@@ -225,59 +228,13 @@ def _prefill(
     for row, prompt in enumerate(prompts):
         first_row.setdefault(prompt, row)
     distinct = list(first_row.values())
-    logits, mask = _prefill_distinct(model, input_ids[distinct], attention_mask[distinct], cache, cache_arg, min_shared)
+    logits, mask = prefill(model, input_ids[distinct], attention_mask[distinct], cache, cache_arg, min_shared)
     if len(distinct) == len(prompts):
         return logits, mask
     slot = {prompt: i for i, prompt in enumerate(first_row)}
     index = torch.tensor([slot[prompt] for prompt in prompts], device=input_ids.device)
     cache.batch_select_indices(index)
     return logits[index], mask[index]
-
-
-def _prefill_distinct(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Prefill distinct prompts, running a prefix they all share (k-shot exemplars) once.
-
-    Row layout afterwards: ``[shared prefix][left padding][rest of the prompt]``; the attention mask
-    hides the padding and positions continue from the prefix, so each row sees exactly its prompt.
-    """
-    tokens, mask, positions = _after_shared_prefix(model, input_ids, attention_mask, cache, cache_arg, min_shared)
-    keep_last = {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
-    output = model(input_ids=tokens, attention_mask=mask, position_ids=positions, use_cache=True,
-                   **{cache_arg: cache}, **keep_last)
-    return output.logits[:, -1, :].float(), mask
-
-
-def _after_shared_prefix(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, cache: Any, cache_arg: str, min_shared: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(tokens, mask, positions) still to prefill once the prefix shared by every prompt is in ``cache``."""
-    prompts = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask, strict=True)]
-    shared = _common_prefix_length(prompts)
-    if len(prompts) < 2 or shared < max(1, min_shared):
-        return input_ids, attention_mask, (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-    device = input_ids.device
-    prefix = torch.tensor([prompts[0][:shared]], device=device)
-    model(input_ids=prefix, attention_mask=torch.ones_like(prefix), position_ids=torch.arange(shared, device=device)[None],
-          use_cache=True, **{cache_arg: cache})
-    cache.batch_repeat_interleave(len(prompts))
-    width = max(len(p) for p in prompts) - shared
-    pad = int(input_ids[0, 0]) if attention_mask[0, 0] == 0 else 0
-    tokens = torch.tensor([[pad] * (width - len(p) + shared) + p[shared:] for p in prompts], device=device)
-    rest = torch.tensor([[0] * (width - len(p) + shared) + [1] * (len(p) - shared) for p in prompts], device=device)
-    mask = torch.cat([attention_mask.new_ones((len(prompts), shared)), rest.to(attention_mask.dtype)], dim=-1)
-    positions = (shared + rest.cumsum(-1) - 1).clamp(min=shared)
-    return tokens, mask, positions
-
-
-def _common_prefix_length(prompts: list[list[int]]) -> int:
-    """Tokens every prompt starts with, leaving at least one token per prompt for the first pass."""
-    shortest = min(len(p) for p in prompts)
-    length = 0
-    while length < shortest - 1 and all(p[length] == prompts[0][length] for p in prompts):
-        length += 1
-    return length
 
 
 def _signature(model: Any) -> Any:
