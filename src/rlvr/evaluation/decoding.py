@@ -173,7 +173,7 @@ def _row_parts(input_ids: torch.Tensor, attention_mask: torch.Tensor, workers: i
     return [part for part in parts if part]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def _decode(
     model: Any,
     input_ids: torch.Tensor,
@@ -185,7 +185,11 @@ def _decode(
     min_shared: int = 32,
     generator: torch.Generator | None = None,
 ) -> list[list[int]]:
-    """:func:`decode` in the calling thread."""
+    """:func:`decode` in the calling thread.
+
+    Inference mode, not only ``no_grad``: no version counters or view tracking on the many small tensors of
+    a decoding step (the default's test evaluation ~34 -> ~31 s). Nothing it makes leaves it but token ids.
+    """
     from transformers import DynamicCache
 
     outputs: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
