@@ -93,3 +93,26 @@ def test_prompts_sharing_too_little_are_prefilled_in_one_batched_pass(model_and_
     _, passes = recorded_passes(model, lambda: prefill(model, batch["input_ids"], batch["attention_mask"],
                                                        DynamicCache(), cache_argument(model), 32))
     assert [shape for shape, _ in passes] == [tuple(batch["input_ids"].shape)]
+
+
+def test_a_model_whose_cache_is_not_plain_key_values_gets_one_batched_pass(model_and_tokenizer, monkeypatch):
+    from transformers.cache_utils import DynamicLayer
+
+    class SlidingLayer(DynamicLayer):  # stands for a sliding-window or recurrent layer
+        pass
+
+    plain_init = DynamicCache.__init__
+
+    def init_with_other_layers(self, *args, **kwargs):
+        plain_init(self, *args, **kwargs)
+        self.layer_class_to_replicate = SlidingLayer
+
+    model, tokenizer = model_and_tokenizer
+    monkeypatch.setattr(DynamicCache, "__init__", init_with_other_layers)
+    batch = batch_of(tokenizer, PROMPTS)
+    (logits, _), passes = recorded_passes(model, lambda: prefill(model, batch["input_ids"], batch["attention_mask"],
+                                                                 DynamicCache(), cache_argument(model), 8))
+    assert passes[-1][0] == tuple(batch["input_ids"].shape)
+    positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+    whole = model(**batch, position_ids=positions).logits[:, -1].float()
+    assert torch.allclose(logits, whole.detach(), atol=1e-4)

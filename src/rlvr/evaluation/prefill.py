@@ -26,7 +26,10 @@ def prefill(
     """(next-token logits, attention mask) per row of a left-padded batch of distinct prompts, ``cache`` filled."""
     prompts = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask, strict=True)]
     tree = _Tree(model, prompts, input_ids.shape[1], cache_arg, min_shared, input_ids.device)
-    tree.grow(list(range(len(prompts))), 0, None)
+    try:
+        tree.grow(list(range(len(prompts))), 0, None)
+    except _NotPlainCache:  # sliding-window or recurrent layers: their cache cannot be cut and joined like this
+        tree.whole_batch = True
     if tree.whole_batch:  # nothing shared was worth a pass of its own: one ordinary batched pass
         return _one_pass(model, input_ids, attention_mask, cache, cache_arg)
     for layer, (keys, values) in enumerate(tree.kv):
@@ -135,10 +138,18 @@ def _cache_of(kv: KV | None, rows: int) -> Any:
     return cache
 
 
+class _NotPlainCache(Exception):
+    """The model filled its cache with layers other than plain full-attention key/value ones."""
+
+
 def _kv_of(cache: Any) -> KV:
-    if hasattr(cache, "layers"):
-        return [(layer.keys, layer.values) for layer in cache.layers]
-    return list(zip(cache.key_cache, cache.value_cache, strict=True))  # transformers < 4.56
+    if not hasattr(cache, "layers"):  # transformers < 4.56
+        return list(zip(cache.key_cache, cache.value_cache, strict=True))
+    from transformers.cache_utils import DynamicLayer
+
+    if not all(type(layer) is DynamicLayer and layer.is_initialized for layer in cache.layers):
+        raise _NotPlainCache
+    return [(layer.keys, layer.values) for layer in cache.layers]
 
 
 def _keep_last(model: Any) -> dict[str, int]:
