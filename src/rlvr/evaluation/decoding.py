@@ -24,7 +24,6 @@ tells the caller when to fall back to ``generate``.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,7 @@ from typing import Any
 
 import torch
 
-from rlvr.evaluation.prefill import prefill
+from rlvr.evaluation.prefill import cache_argument, prefill
 
 # generation_config settings that change which token generate() picks beyond what sampling_warpers applies;
 # with any of them away from its neutral value, use generate().
@@ -239,23 +238,6 @@ def _prefill(
     index = torch.tensor([slot[prompt] for prompt in prompts], device=input_ids.device)
     cache.batch_select_indices(index)
     return logits[index], mask[index]
-
-
-def _signature(model: Any) -> Any:
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    try:
-        return inspect.signature(base.forward).parameters
-    except (TypeError, ValueError):
-        return {}
-
-
-def _accepts(model: Any, name: str) -> bool:
-    return name in _signature(model)
-
-
-def cache_argument(model: Any) -> str:
-    """``cache`` in transformers >= 5.x (``past_key_values`` is deprecated there), else ``past_key_values``."""
-    return "cache" if _accepts(model, "cache") else "past_key_values"
 
 
 def _next_tokens(logits: torch.Tensor, warpers: Any, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -13,6 +13,7 @@ A shared run gets its own forward pass only when it saves at least ``min_shared`
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -153,6 +154,21 @@ def _kv_of(cache: Any) -> KV:
 
 
 def _keep_last(model: Any) -> dict[str, int]:
-    from rlvr.evaluation.decoding import _accepts
-
     return {"logits_to_keep": 1} if _accepts(model, "logits_to_keep") else {}
+
+
+def _signature(model: Any) -> Any:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    try:
+        return inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _accepts(model: Any, name: str) -> bool:
+    return name in _signature(model)
+
+
+def cache_argument(model: Any) -> str:
+    """``cache`` in transformers >= 5.x (``past_key_values`` is deprecated there), else ``past_key_values``."""
+    return "cache" if _accepts(model, "cache") else "past_key_values"
