@@ -188,3 +188,18 @@ def test_headline_shows_the_writing_indicators_before_and_after():
     after["breakdown"] = {"writing indicators (mean per completion)": {"keyword_density": 0.08}}
     text = headline(verdict(before, after, {"answer": None, "accuracy": None}, {}))
     assert "keyword density 5.0% -> 8.0%" in text
+
+
+def test_installing_the_validation_and_the_test_evaluations_warns_about_nothing(tmp_path, monkeypatch):
+    import transformers.trainer_callback as callbacks
+
+    from rlvr.training.evaluation import EvalCallback
+    from rlvr.training.run import build_trainer
+
+    warnings = []
+    monkeypatch.setattr(callbacks.logger, "warning", lambda message, *args, **kwargs: warnings.append(message))
+    recipe = tiny_arithmetic_recipe(tmp_path, max_steps=1, shots=0, validation_size=4, test_size=2,
+                                    run={"eval_items": 2, "eval_every_steps": 1, "test_items": 2})
+    trainer = build_trainer(recipe, quiet=True)
+    assert EvalCallback.of(trainer, "diagnostic") is not None and EvalCallback.of(trainer, "verdict") is not None
+    assert warnings == []

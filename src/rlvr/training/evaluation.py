@@ -63,7 +63,9 @@ class EvalCallback(TrainerCallback):
         items = task.load(split)
         items = items.select(range(min(count, len(items))))
         callback = cls(trainer, task, items, every, run.eval_max_new_tokens, run.eval_batch_size, split, recipe.output_dir, role)
-        trainer.add_callback(callback)
+        # Not trainer.add_callback: it warns when a second instance of a class is added, and the validation and
+        # the test callbacks are two instances on purpose (one per split).
+        trainer.callback_handler.callbacks.append(callback)
         return callback
 
     @staticmethod
