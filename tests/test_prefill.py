@@ -70,21 +70,25 @@ def test_each_shared_run_of_tokens_is_computed_once(model_and_tokenizer):
     assert max(rows for (rows, _), _ in passes) > 1  # the rows' own questions run batched
 
 
+def tree_and_generate(model, tokenizer, prompts, max_new_tokens):
+    """(tokens decode() picks with the prefix tree, tokens generate() picks) for ``prompts``, greedy."""
+    batch = batch_of(tokenizer, prompts)
+    ours = decode(model, batch["input_ids"], batch["attention_mask"], max_new_tokens, lambda ids: False, set(), None,
+                  min_shared=8)
+    generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                               pad_token_id=tokenizer.pad_token_id)
+    return ours, generated[:, batch["input_ids"].shape[1]:].tolist()
+
+
 def test_greedy_decoding_from_the_tree_gives_the_tokens_of_generate(model_and_tokenizer):
-    model, tokenizer = model_and_tokenizer
-    batch = batch_of(tokenizer, PROMPTS)
-    ours = decode(model, batch["input_ids"], batch["attention_mask"], 6, lambda ids: False, set(), None, min_shared=8)
-    generated = model.generate(**batch, max_new_tokens=6, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-    assert ours == generated[:, batch["input_ids"].shape[1]:].tolist()
+    ours, generated = tree_and_generate(*model_and_tokenizer, PROMPTS, 6)
+    assert ours == generated
 
 
 def test_a_prompt_that_begins_another_is_decoded_as_generate_decodes_it(model_and_tokenizer):
-    model, tokenizer = model_and_tokenizer
     prompts = [PROMPTS[0], PROMPTS[0] + "Answer:", PROMPTS[0] + "Answer: it is"]
-    batch = batch_of(tokenizer, prompts)
-    ours = decode(model, batch["input_ids"], batch["attention_mask"], 4, lambda ids: False, set(), None, min_shared=8)
-    generated = model.generate(**batch, max_new_tokens=4, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-    assert ours == generated[:, batch["input_ids"].shape[1]:].tolist()
+    ours, generated = tree_and_generate(*model_and_tokenizer, prompts, 4)
+    assert ours == generated
 
 
 def test_prompts_sharing_too_little_are_prefilled_in_one_batched_pass(model_and_tokenizer):
