@@ -54,6 +54,12 @@ def test_eval_writes_samples_summary_figure_and_report_that_agree(tiny, data, tm
     assert summary["split"] == "test" and summary["item_selection"] == "first 2 items of the split"
 
 
+def test_a_limit_beyond_the_split_is_reported_as_the_whole_split(tiny, data, tmp_path):
+    assert run_eval("--model", tiny, "--data", data, "--shots", "0", "--limit", "1000", "--output", str(tmp_path)) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["items"] == len(PROBLEMS) and summary["item_selection"] == "the whole split"
+
+
 def test_sampling_adds_pass_at_k_to_the_summary(tiny, data, tmp_path):
     assert run_eval("--model", tiny, "--data", data, "--shots", "0", "--samples", "2", "--output", str(tmp_path)) == 0
     (result,) = json.loads((tmp_path / "summary.json").read_text())["results"]

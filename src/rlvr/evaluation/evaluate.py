@@ -197,7 +197,7 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         split=config.split,
         train_split=config.split == "train",
         items=len(next(iter(items.values()))),
-        item_selection=f"first {config.limit} items of the split" if config.limit else "all items of the split",
+        item_selection=_item_selection(config.limit, len(next(iter(items.values())))),
         backend=backend_name,
         decoding={"greedy": True, "max_new_tokens": config.max_new_tokens, "samples": config.samples,
                   "temperature": config.temperature if config.samples else None, "seed": config.seed,
@@ -209,6 +209,13 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         overlap=split_overlap(config.task, config.task_options),
     )
     return EvalResult(records, summary)
+
+
+def _item_selection(limit: int | None, evaluated: int) -> str:
+    """How the items were chosen, in words: a limit above the split's size kept the whole split."""
+    if limit and evaluated >= limit:
+        return f"first {limit} items of the split"
+    return "the whole split"
 
 
 def split_overlap(task_name: str, options: dict[str, Any]) -> dict[str, Any]:

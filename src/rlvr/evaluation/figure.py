@@ -149,13 +149,17 @@ def _breakdown_panel(axis: Any, results: list[dict[str, Any]], labels: list[str]
     axis.set_xlim(0, 1)
     axis.set_xlabel("share of completions")
     axis.set_title(title)
-    _legend(axis, labels)
+    _legend(axis, labels, below=True)  # bars reach across the panel: a legend inside would hide them
 
 
 def _series_name(result: dict[str, Any], results: list[dict[str, Any]]) -> str:
     return config_name(result, len({r.get("shots") for r in results}) > 1).replace("\n", " ")
 
 
-def _legend(axis: Any, labels: list[str]) -> None:
-    if len(labels) <= 12:  # beyond that a legend hides the panel
+def _legend(axis: Any, labels: list[str], below: bool = False) -> None:
+    if len(labels) > 12:  # beyond that a legend hides the panel
+        return
+    if below:
+        axis.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(labels), 4), frameon=False)
+    else:
         axis.legend(fontsize=8)
