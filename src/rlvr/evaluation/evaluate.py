@@ -189,6 +189,7 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     summary = summarize(records, config.models, samples=config.samples, task=task)
     if config.scoring == "published":
         add_published_summary(summary, records)
+    evaluated = len(next(iter(items.values())))
     summary.update(
         task=config.task,
         accuracy_name=task.accuracy_name,
@@ -196,8 +197,8 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         task_options=config.task_options,
         split=config.split,
         train_split=config.split == "train",
-        items=len(next(iter(items.values()))),
-        item_selection=_item_selection(config.limit, len(next(iter(items.values())))),
+        items=evaluated,
+        item_selection=_item_selection(config.limit, evaluated),
         backend=backend_name,
         decoding={"greedy": True, "max_new_tokens": config.max_new_tokens, "samples": config.samples,
                   "temperature": config.temperature if config.samples else None, "seed": config.seed,
