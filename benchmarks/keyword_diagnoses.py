@@ -100,8 +100,11 @@ def names_condition(condition: str, vignette: str, completion: str) -> bool:
 def named_by_step(samples: Path) -> dict[int, dict[str, bool]]:
     """Per evaluation step, per test row id: whether its completion names the row's condition."""
     by_step: dict[int, dict[str, bool]] = {}
-    for line in samples.read_text().splitlines():
-        row = json.loads(line)
+    for number, line in enumerate(samples.read_text().splitlines(), 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"{samples}:{number}: not a JSON object ({error.msg})") from None
         match = _ID.match(str(row.get("id", "")))
         if not match:
             continue  # a hand-written or user vignette: no condition in its id
@@ -113,7 +116,12 @@ def named_by_step(samples: Path) -> dict[int, dict[str, bool]]:
 
 
 def report(run: Path) -> str:
-    by_step = named_by_step(run / "test_samples.jsonl")
+    samples = run / "test_samples.jsonl"
+    if not samples.is_file():
+        raise SystemExit(
+            f"{samples} not found: give the output directory of an `rlvr train` run of the keywords task"
+        )
+    by_step = named_by_step(samples)
     if len(by_step) < 2:
         return f"{run}: needs a before and an after evaluation of generated vignettes"
     first, last = min(by_step), max(by_step)
