@@ -322,7 +322,7 @@ def test_isolation_is_reported():
 
 @pytest.fixture(scope="module")
 def plain_sandbox():
-    with Sandbox(workers=1, limits=Limits(timeout=3, memory_mb=512), namespaces=False) as box:
+    with Sandbox(workers=1, limits=Limits(timeout=3, memory_mb=512), namespaces=False, allow_weaker=True) as box:
         yield box
 
 

@@ -36,7 +36,8 @@ def summarize(records: list[dict[str, Any]], specs: list[ModelSpec] | None = Non
               task: Any = None) -> dict[str, Any]:
     """Per (model, shots) statistics and paired comparisons, computed from ``records`` alone.
 
-    ``task`` (a Task) adds its breakdown of the outcomes' details (e.g. rubric group coverage).
+    ``task`` (a Task) adds its breakdown of the outcomes' details (e.g. rubric group coverage), and, for a task
+    with ``isolation()`` (the code tasks), the sandbox isolation its programs ran under (``sandbox``).
     """
     labels = [s.label for s in specs] if specs else list(dict.fromkeys(r["model"] for r in records))
     shot_counts = sorted({r["shots"] for r in records}, key=lambda s: (s is None, s))
@@ -62,6 +63,9 @@ def summarize(records: list[dict[str, Any]], specs: list[ModelSpec] | None = Non
             for second in present[a_index + 1 :]:
                 comparisons.append(compare(first, second, shots, per_item[first, shots], per_item[second, shots]))
     summary: dict[str, Any] = {"results": results, "comparisons": comparisons}
+    isolation = task.isolation() if callable(getattr(task, "isolation", None)) else None
+    if isolation is not None:  # code tasks: the sandbox isolation the programs ran under
+        summary["sandbox"] = isolation
     if specs:
         summary["models"] = [{"label": s.label, "model": s.model, "adapter": s.adapter} for s in specs]
     return summary

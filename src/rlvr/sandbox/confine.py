@@ -59,7 +59,8 @@ def prctl(option: int, value: int) -> None:
 class Isolation:
     """What this kernel and user allow; reported to the parent once, with the reason for each fallback."""
 
-    def __init__(self, slot: int, uid_base: int, namespaces: bool = True, cgroup_dir: str = "", no_cgroup: str = ""):
+    def __init__(self, slot: int, uid_base: int, namespaces: bool = True, cgroup_dir: str = "", no_cgroup: str = "",
+                 refuse_root: str = ""):
         import memcg
         import rootfs
         import seccomp
@@ -72,9 +73,11 @@ class Isolation:
         if not namespaces:
             self.rootfs_reason = "namespaces switched off"
         else:
-            self.rootfs_reason = rootfs.enter() if self.root else "not root"
+            self.rootfs_reason = rootfs.enter(refuse_root) if self.root else "not root"
+        #: (staged copy, path) that each run binds back into its fresh scratch directories (rootfs.PINNED).
+        self.pinned = list(rootfs.PINNED) if namespaces and not self.rootfs_reason else []
         self.pidns = namespaces and self._probe(lambda: unshare(CLONE_NEWPID))
-        self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and private_filesystem([], 1))
+        self.mountns = namespaces and self._probe(lambda: unshare(CLONE_NEWNS) and private_filesystem([], 1, self.pinned))
         self.ipcns = namespaces and self._probe(lambda: unshare(CLONE_NEWIPC))
         self.seccomp = seccomp.Filter()
         self.seccomp.probe()
@@ -108,20 +111,65 @@ class Isolation:
             "memory": memory,
         }
 
+    def missing(self) -> list[str]:
+        """Each layer of full isolation this worker lacks: what, why, and how to allow it (empty: full isolation)."""
+        allow_ns = ("allow namespaces and mounts: root in a container started with --cap-add SYS_ADMIN "
+                    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined, or --privileged")
+        missing = []
+        if self.rootfs_reason == "namespaces switched off":
+            missing.append("namespaces switched off (Sandbox(namespaces=False)): no minimal root, no PID, mount, "
+                           "IPC or network namespace")
+        if not self.root:
+            missing.append("not root: no namespaces, minimal root, memory cgroup or separate users "
+                           "(run rlvr as root, e.g. in a container)")
+        elif self.rootfs_reason != "namespaces switched off":
+            for present, layer in ((self.netns, "network namespace"), (self.pidns, "PID namespace"),
+                                   (self.mountns, "mount namespace"), (self.ipcns, "IPC namespace")):
+                if not present:
+                    missing.append(f"{layer}: refused by the kernel ({allow_ns})")
+            if self.rootfs_reason:
+                hint = allow_ns if self.rootfs_reason in ("no mount namespace", "cannot make the mounts private",
+                                                          "cannot mount a tmpfs for the new root",
+                                                          "pivot_root refused") else \
+                    "see docs/code-rewards.md, 'Interpreter layouts'"
+                missing.append(f"minimal root: {self.rootfs_reason} ({hint})")
+        if self.root and not self.memory.available:
+            missing.append(f"memory cgroup: {self.memory.reason} (a writable cgroup v1 memory hierarchy, or "
+                           "cgroup v2 with the memory controller delegated, e.g. docker --privileged or "
+                           "--cgroupns=private)")
+        if not self.seccomp.available:
+            missing.append(f"seccomp: {self.seccomp.reason} (x86_64 or aarch64, a kernel with seccomp filters)")
+        return missing
 
-def private_filesystem(hide: list, size_mb: int) -> bool:
-    """In a new mount namespace: fresh tmpfs on the shared scratch dirs, empty ones over ``hide``."""
+
+def private_filesystem(hide: list, size_mb: int, pinned: list = ()) -> bool:
+    """In a new mount namespace: fresh tmpfs on the shared scratch dirs, empty ones over ``hide``.
+
+    ``pinned``: (staged copy, path) pairs of the minimal root (``rootfs.PINNED``): parts of the interpreter's
+    installation that lie in a scratch directory, bound back into the fresh tmpfs (read-only, root's).
+    """
     if not mount(None, "/", None, MS_REC | MS_PRIVATE):
         return False
     for path in SCRATCH:
         if os.path.isdir(path) and not os.path.islink(path):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={max(1, size_mb)}m,mode=1777")
+    pinned_ok = True
+    for stage, path in pinned:
+        try:
+            if os.path.isdir(stage):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+                open(path, "a").close()
+            pinned_ok = mount(stage, path, None, MS_BIND | MS_REC) and pinned_ok
+        except OSError:
+            pinned_ok = False
     for path in hide:
         if os.path.isdir(path):
             mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
         elif os.path.exists(path):
             mount("/dev/null", path, None, MS_BIND)
-    return True
+    return pinned_ok  # False: the worker's probe reports no usable mount namespace
 
 
 def kill_all(pid: int, isolation: Isolation, in_namespace: bool) -> None:

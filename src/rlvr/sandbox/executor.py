@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rlvr.errors import RlvrError
 from rlvr.sandbox import memcg, wire
 from rlvr.sandbox.testcases import TestSuite
 
@@ -32,6 +33,91 @@ STATUSES = ("ok", "syntax_error", "runtime_error", "timeout", "memory", "killed"
 WORKER = Path(__file__).with_name("worker.py")
 GRACE_SECONDS = 10.0
 _UID_BASE = 1_000_000
+#: Set to 1 (true, yes) to run programs with less than full isolation where this machine allows no more
+#: (``rlvr eval``, ``rlvr reward score``; a recipe's ``run.sandbox_allow_weaker`` sets it for its run).
+ALLOW_WEAKER_ENV = "RLVR_SANDBOX_ALLOW_WEAKER"
+#: Tests only: a reason the workers report instead of building the minimal root (as a refusing kernel would).
+SIMULATE_NO_ROOT_ENV = "RLVR_SANDBOX_SIMULATE_NO_ROOT"
+
+
+class SandboxRefused(RlvrError):
+    """This machine cannot isolate programs fully and weaker isolation was not allowed."""
+
+
+def weaker_allowed(env: dict | None = None) -> bool:
+    """Whether the environment opts in to weaker isolation (:data:`ALLOW_WEAKER_ENV`)."""
+    value = (os.environ if env is None else env).get(ALLOW_WEAKER_ENV, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def refusal(missing: list[str]) -> str:
+    """The one line that stops scoring: what is missing, how to allow it, how to accept less."""
+    return (f"the code sandbox cannot isolate programs fully on this machine, so no program was run: "
+            f"{'; '.join(missing)}. Allow it, or accept weaker isolation with {ALLOW_WEAKER_ENV}=1 (a recipe: "
+            f"run.sandbox_allow_weaker: true); see docs/code-rewards.md.")
+
+
+class IsolationRecord:
+    """What isolation the sandboxes of this process used: printed once per distinct report, kept for the record.
+
+    A weaker report is never replaced by a full one: a run records the weakest isolation any of its
+    programs ran under.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._printed: set[str] = set()
+        self._tagged: set[tuple[str, str]] = set()
+        self.used: dict | None = None
+
+    def report(self, layers: dict, missing: list[str]) -> None:
+        record = {"complete": not missing, "missing": list(missing), "layers": dict(layers)}
+        line = ", ".join(f"{k}: {v}" for k, v in layers.items())
+        if missing:
+            text = (f"rlvr: warning: the code sandbox runs with WEAKER isolation ({ALLOW_WEAKER_ENV} allows it): "
+                    f"missing {'; '.join(missing)}. In use: {line}")
+        else:
+            text = f"rlvr: code sandbox isolation: full ({line})"
+        with self._lock:
+            if self.used is None or self.used["complete"] or not record["complete"]:
+                self.used = record
+            first = text not in self._printed
+            self._printed.add(text)
+        if first:
+            print(text, file=sys.stderr, flush=True)
+            log.info("%s", text)
+
+    def tag_mlflow(self) -> None:
+        """Tag this thread's active MLflow run (training) with the isolation used, once per run and record; only
+        when mlflow is already loaded and a run is active (MLflow's active run is per thread: call from the
+        caller's thread, not the pool's)."""
+        mlflow = sys.modules.get("mlflow")
+        record = self.used
+        if mlflow is None or record is None:
+            return
+        try:
+            run = mlflow.active_run()
+            key = (run.info.run_id, json.dumps(record, sort_keys=True)) if run is not None else None
+            if key is None or key in self._tagged:
+                return
+            self._tagged.add(key)
+            tags = {"rlvr.sandbox": "full" if record["complete"] else "weaker: " + "; ".join(record["missing"])}
+            tags.update({f"rlvr.sandbox.{layer}": value for layer, value in record["layers"].items()})
+            mlflow.set_tags({k: v[:5000] for k, v in tags.items()})
+        except Exception:  # noqa: BLE001 - tracking never stops scoring; summary.json keeps the record
+            log.debug("could not tag the MLflow run with the sandbox isolation", exc_info=True)
+
+
+ISOLATION = IsolationRecord()
+
+
+def isolation_used() -> dict | None:
+    """The isolation programs ran under in this process (the weakest, if it varied); None before any ran.
+
+    ``{"complete": bool, "missing": [what, why, how to allow], "layers": {layer: what it uses}}``.
+    """
+    used = ISOLATION.used
+    return None if used is None else {**used, "missing": list(used["missing"]), "layers": dict(used["layers"])}
 
 
 @dataclass(frozen=True)
@@ -71,14 +157,17 @@ class RunResult:
 class _Worker:
     """One worker process, the pipes to it and its memory cgroup directory."""
 
-    def __init__(self, slot: int, namespaces: bool, cgroup_base: str = "", cgroup_reason: str = ""):
+    def __init__(self, slot: int, namespaces: bool, cgroup_base: str = "", cgroup_reason: str = "",
+                 refuse_root: str = ""):
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
         uid_base = _UID_BASE + (os.getpid() % 1_000_000) * 256
         self.cgroup = memcg.make_worker_dir(cgroup_base, slot)
         try:
+            # -I -S: no site (venv, site-packages, .pth files, the checkout's editable install) in the worker
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER), str(slot), str(uid_base), "namespaces" if namespaces else "plain",
-                 self.cgroup, cgroup_reason or "the cgroup directory could not be made"],
+                [sys.executable, "-I", "-S", str(WORKER), str(slot), str(uid_base),
+                 "namespaces" if namespaces else "plain", self.cgroup,
+                 cgroup_reason or "the cgroup directory could not be made", refuse_root],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env=env, cwd="/", close_fds=True, start_new_session=True,
             )
@@ -92,6 +181,7 @@ class _Worker:
             self.kill()
             raise RuntimeError("the sandbox worker did not start")
         self.isolation: dict = hello["hello"]
+        self.missing: list[str] = [str(m) for m in hello.get("missing", [])]
 
     def run(self, program: str, suite: TestSuite, limits: Limits, hide: tuple[str, ...]) -> dict | None:
         tests = json.dumps(suite.to_json()).encode()
@@ -174,11 +264,19 @@ class Sandbox:
     they appear empty inside the sandbox where the kernel allows mount namespaces.
     ``namespaces=False`` uses only the fallbacks meant for kernels that refuse namespaces
     (audit-hook socket block, process-group and per-user kill); it exists to test them.
+
+    Isolation is full or nothing unless ``allow_weaker`` (default: :data:`ALLOW_WEAKER_ENV` in the
+    environment): a worker that comes up with a layer missing (no minimal root, a namespace, seccomp,
+    the memory cgroup, separate users) raises :class:`SandboxRefused` (an ``RlvrError``: one line naming
+    what is missing and how to allow it) before any program runs. The isolation in use is printed once
+    (stderr) and kept for the run's record (:func:`isolation_used`).
     """
 
     def __init__(self, workers: int | None = None, limits: Limits | None = None, hide: tuple[str, ...] = (),
-                 namespaces: bool = True):
+                 namespaces: bool = True, allow_weaker: bool | None = None):
         self.namespaces = namespaces
+        self.allow_weaker = weaker_allowed() if allow_weaker is None else bool(allow_weaker)
+        self._refuse_root = os.environ.get(SIMULATE_NO_ROOT_ENV, "").strip()
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.limits = limits or Limits()
         self.hide = tuple(str(Path(p).resolve()) for p in (*default_hidden(), *hide))
@@ -190,8 +288,6 @@ class Sandbox:
             self._slots[slot] = None
             self._idle.put(slot)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="rlvr-sandbox")
-        self._lock = threading.Lock()
-        self._logged = False
 
     def run(self, program: str, suite: TestSuite, limits: Limits | None = None) -> RunResult:
         """Run ``program`` against ``suite`` in a fresh sandbox; never raises on what the program does."""
@@ -209,28 +305,44 @@ class Sandbox:
             return _result(answer, suite.total)
         finally:
             self._idle.put(slot)
+            if threading.current_thread() is threading.main_thread():
+                ISOLATION.tag_mlflow()
 
     def run_many(self, jobs: list[tuple[str, TestSuite]], limits: Limits | None = None) -> list[RunResult]:
         """Run many (program, suite) pairs across the pool; results in input order."""
-        return list(self._pool.map(lambda job: self.run(job[0], job[1], limits), jobs))
+        results = list(self._pool.map(lambda job: self.run(job[0], job[1], limits), jobs))
+        ISOLATION.tag_mlflow()
+        return results
 
     @property
     def isolation(self) -> dict:
-        """How programs are isolated on this machine (network, processes, users)."""
+        """How programs are isolated on this machine: per layer (network, processes, users, files, ipc, kernel,
+        memory), what it uses or why it is missing. Raises :class:`SandboxRefused` as :meth:`run` does."""
         slot = self._idle.get()
         try:
             return self._worker(slot).isolation
         finally:
             self._idle.put(slot)
 
+    @property
+    def missing(self) -> list[str]:
+        """The layers of full isolation missing here (what, why, how to allow it); empty when complete."""
+        slot = self._idle.get()
+        try:
+            return list(self._worker(slot).missing)
+        finally:
+            self._idle.put(slot)
+
     def _worker(self, slot: int) -> _Worker:
         worker = self._slots[slot]
         if worker is None or worker.process.poll() is not None:
-            worker = self._slots[slot] = _Worker(slot, self.namespaces, self._cgroup_base, self.cgroup_reason)
-            with self._lock:
-                if not self._logged:
-                    self._logged = True
-                    log.info("sandbox isolation: %s", ", ".join(f"{k}: {v}" for k, v in worker.isolation.items()))
+            worker = _Worker(slot, self.namespaces, self._cgroup_base, self.cgroup_reason, self._refuse_root)
+            if worker.missing and not self.allow_weaker:  # never weaker in silence: stop before any program runs
+                worker.kill()
+                self._slots[slot] = None
+                raise SandboxRefused(refusal(worker.missing))
+            self._slots[slot] = worker
+            ISOLATION.report(worker.isolation, worker.missing)
         return worker
 
     def close(self) -> None:

@@ -1,8 +1,11 @@
 """The sandbox worker: a small pre-warmed process that forks one isolated run per request.
 
-Started by :class:`rlvr.sandbox.Sandbox` as ``python -I worker.py SLOT UID_BASE namespaces|plain CGROUP WHY_NOT``
-(confinement primitives live in ``confine``, ``rootfs``, ``seccomp`` and ``memcg``) with a scrubbed
-environment; it never runs untrusted code itself, and it never reads a request: it forks a
+Started by :class:`rlvr.sandbox.Sandbox` as
+``python -I -S worker.py SLOT UID_BASE namespaces|plain CGROUP WHY_NOT [REFUSE_ROOT]`` (confinement primitives
+live in ``confine``, ``rootfs``, ``seccomp`` and ``memcg``) with a scrubbed environment. ``-I -S``: no
+``site``, so no site-packages, ``.pth`` file, editable-install finder or venv directory is ever on its
+search path, which is the base installation's standard library only, whatever the trainer's interpreter
+(system, venv, conda, uv); it never runs untrusted code itself, and it never reads a request: it forks a
 *runner* first, and the runner reads the next request from stdin. So no process holds another
 program's text: the worker's memory, which every run is forked from, has seen none. The runner:
 
@@ -26,6 +29,7 @@ import json
 import os
 import select
 import signal
+import site
 import sys
 import tempfile
 import time
@@ -39,6 +43,7 @@ import seccomp  # noqa: E402, F401
 import wire  # noqa: E402
 
 sys.path.pop(0)
+site.setquit()  # exit() and quit(), as under the trainer's interpreter (-S leaves them out)
 
 # Imported once here so each forked program finds them ready.
 PRELOAD = ("math", "re", "collections", "itertools", "functools", "heapq", "bisect", "string", "random",
@@ -63,10 +68,10 @@ PATH_FDS: list[int] = []
 def main() -> None:
     global PATH_FDS
     slot, uid_base, namespaces = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "namespaces"
-    cgroup, why_not = (sys.argv[4:6] + ["", ""])[:2]
-    isolation = confine.Isolation(slot, uid_base, namespaces, cgroup, why_not)
+    cgroup, why_not, refuse_root = (sys.argv[4:7] + ["", "", ""])[:3]
+    isolation = confine.Isolation(slot, uid_base, namespaces, cgroup, why_not, refuse_root)
     PATH_FDS = open_path_fds()
-    wire.send(1, {"hello": isolation.describe()})
+    wire.send(1, {"hello": isolation.describe(), "missing": isolation.missing()})
     while True:
         pid = os.fork()
         if pid == 0:
@@ -131,7 +136,7 @@ def run_one(request: dict, tests: TestsFeed, isolation: confine.Isolation) -> di
         confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     private = isolation.mountns and confine.unshare(confine.CLONE_NEWNS)
     if private:  # this runner's own view of the filesystem
-        confine.private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4)
+        confine.private_filesystem(request.get("hide", []), int(limits["fsize_mb"]) * 4, isolation.pinned)
         for fd in PATH_FDS:  # opened in the old view: they would see past the hidden paths
             os.close(fd)
         PATH_FDS = open_path_fds()

@@ -29,7 +29,7 @@ from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import completion_text
 from rlvr.rewards.code import CodeScore, CodeScorer, extract_code
-from rlvr.sandbox import Limits
+from rlvr.sandbox import Limits, isolation_used
 from rlvr.tasks.base import TASKS, Outcome, Task, check_split
 from rlvr.tasks.splits import disjoint_rows
 
@@ -184,6 +184,11 @@ class CodeTask(Task):
         scorer = self.__dict__.pop("_scorer", None)
         if scorer is not None:
             scorer.close()
+
+    def isolation(self) -> dict[str, Any] | None:
+        """The sandbox isolation the programs of this process ran under (the weakest, if it varied); None before
+        any ran: ``{"complete", "missing", "layers"}`` (``rlvr.sandbox.isolation_used``). Summaries record it."""
+        return isolation_used()
 
     def _outcome(self, score: CodeScore, row: Mapping[str, Any]) -> Outcome:
         result = score.result
