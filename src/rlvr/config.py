@@ -121,6 +121,16 @@ class RunConfig:
     #: piece back-propagated on its own, its prompt run once for all pieces on the shared-prompt path (exact; less
     #: memory). 0: whole groups.
     loss_chunk_rows: int = 0
+    #: Seconds one call of the user's code may take (rlvr.timeouts): a reward by import path or plug-in (one call
+    #: scores a whole batch of completions: the run stops with one line naming it) or a checker (one completion: that
+    #: item is judged wrong and counted). 0 or null: no limit.
+    user_code_timeout: float | None = 60.0
+    #: Seconds a plug-in task's load(split) may take (the run stops with one line naming it). 0 or null: no limit.
+    task_load_timeout: float | None = 600.0
+    #: Code tasks: accept weaker sandbox isolation where this machine allows no more (no minimal root, a missing
+    #: namespace, seccomp filter or memory cgroup); false: such a run stops with one line naming what is missing
+    #: and how to allow it. True sets RLVR_SANDBOX_ALLOW_WEAKER=1 for the run (docs/code-rewards.md).
+    sandbox_allow_weaker: bool = False
     #: `rlvr experiment`: shot counts evaluated for the base and the trained model.
     sweep_shots: list[int] = dataclasses.field(default_factory=lambda: [0, 2, 4, 8])
     #: `rlvr experiment`: first N test items evaluated at every shot count (the same items for both models).
@@ -152,6 +162,10 @@ class RunConfig:
             if not isinstance(value, int) or value < least:
                 raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
         check_sweep_variants(self.sweep_variants)
+        from rlvr.timeouts import check_limit
+
+        check_limit(self.user_code_timeout, "run.user_code_timeout")
+        check_limit(self.task_load_timeout, "run.task_load_timeout")
 
 
 #: Keys of one ``run.sweep_variants`` entry.

@@ -33,12 +33,14 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.errors import RlvrError
     from rlvr.models import load_model, load_tokenizer, resolve_model
     from rlvr.tasks import get_task
+    from rlvr.timeouts import configure as configure_limits
     from rlvr.training.difficulty import Band, pass_rates, sample_completions
 
     band = Band(*args.band)
     if args.samples < 1 or args.batch_size < 1:
         raise RlvrError("--samples and --batch-size must be at least 1.")
     recipe = load_recipe(args.recipe, args.overrides)
+    configure_limits(recipe.run)  # run.user_code_timeout / task_load_timeout
     task = get_task(recipe.task_name, recipe.task_options)
     dataset = task.load("train")
     if args.limit:

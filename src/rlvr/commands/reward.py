@@ -24,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--output", help="write here instead of stdout")
     score.add_argument("--rubric", help="rubric YAML (keywords task)")
     score.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="task option, repeatable")
+    score.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
+                       help="limit on each call of your reward (all lines at once) or checker (one line); default 60, "
+                       "0: none")
     score.set_defaults(func=run_score)
     audit = actions.add_parser(
         "audit",
@@ -56,7 +59,11 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
 def run_score(args: argparse.Namespace) -> int:
     from rlvr.jsonl import iter_jsonl
     from rlvr.tasks import get_task
+    from rlvr.timeouts import DEFAULT_USER_CODE_TIMEOUT, set_user_code_timeout
 
+    given = getattr(args, "user_code_timeout", None)
+    limit = DEFAULT_USER_CODE_TIMEOUT if given is None else given
+    set_user_code_timeout(limit, "--user-code-timeout")  # no recipe here: the option (or the default) holds
     options = parse_options(args.option)
     if args.rubric:
         options["rubric"] = args.rubric
@@ -93,6 +100,10 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.tasks.base import TASKS
 
     recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
+    if recipe is not None:
+        from rlvr.timeouts import configure
+
+        configure(recipe.run)  # run.user_code_timeout / task_load_timeout
     names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
     failed = audited = 0
     for name in names:

@@ -31,6 +31,7 @@ class RunSettings:
     limit: int | None = None
     max_new_tokens: int | None = None
     batch_size: int | None = None
+    limits: dict[str, Any] = field(default_factory=dict)  # run.user_code_timeout / task_load_timeout, as the recipe says
 
 
 def recipe_of(adapter: str) -> Path | None:
@@ -60,6 +61,7 @@ def read_settings(recipe_path: Path) -> RunSettings:
         limit=run.get("test_items") or None,
         max_new_tokens=run.get("eval_max_new_tokens"),
         batch_size=run.get("eval_batch_size"),
+        limits={key: run[key] for key in ("user_code_timeout", "task_load_timeout") if key in run},
     )
 
 

@@ -7,7 +7,10 @@ one line naming the reward and the item, instead of TRL's tensor error or, worse
 
 * it raises: the batch is retried one item at a time to name the first item it raises on;
 * it returns something that is not a list of ``len(completions)`` values;
-* a value is not a real number (``None``, text, ``True``), or is NaN or infinite.
+* a value is not a real number (``None``, text, ``True``), or is NaN or infinite;
+* a call does not return within ``run.user_code_timeout`` seconds (:mod:`rlvr.timeouts`): it is abandoned and
+  the line names the batch (a batch that times out is not retried item by item: that could take as long
+  again per item).
 
 Items are named by their position in the batch and their ``id`` column when the dataset has one.
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.plugins import REWARD_GROUP, is_reference, load_callable, plugins
+from rlvr.timeouts import UserCodeTimeout, call_with_limit, seconds_text, user_code_timeout
 
 
 def plugin_reward(name: str) -> Callable[..., Any] | None:
@@ -51,12 +55,19 @@ def checked(label: str, func: Callable[..., Any], log_name: str) -> Callable[...
 
     def reward(completions: Sequence[Any], **columns: Any) -> list[float]:
         count = len(completions)
+        limit = user_code_timeout()
         try:
-            values = func(completions, **columns)
+            values = call_with_limit(limit, f"reward '{label}' on {_batch(count, columns)}", func, (completions,),
+                                     columns)
         except RlvrError:
             raise
+        except UserCodeTimeout as timeout:
+            raise RlvrError(_timed_out(label, timeout, _batch(count, columns))) from None
         except Exception as error:  # noqa: BLE001 (the user's code: any exception is reported, never swallowed)
-            index, error = _first_raising(func, completions, columns, error)
+            index, error = _first_raising(func, completions, columns, error, limit, label)
+            if isinstance(error, UserCodeTimeout):
+                raise RlvrError(_timed_out(label, error, f"{_item(index, count, columns)} (retried alone after the "
+                                           "batch raised)")) from None
             raise RlvrError(f"reward '{label}' raised {type(error).__name__} ({_short(error)}) on "
                             f"{_item(index, count, columns)}.") from None
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) and not hasattr(values, "tolist"):
@@ -82,16 +93,35 @@ def checked(label: str, func: Callable[..., Any], log_name: str) -> Callable[...
 
 
 def _first_raising(func: Callable[..., Any], completions: Sequence[Any], columns: dict[str, Any],
-                   error: Exception) -> tuple[int | None, Exception]:
-    """The first item ``func`` raises on alone, and its error; (None, the batch's error) when none does alone."""
+                   error: Exception, limit: float | None = None, label: str = "") -> tuple[int | None, Exception]:
+    """The first item ``func`` raises on alone (or does not return from within ``limit``: a
+    :class:`UserCodeTimeout`), and its error; (None, the batch's error) when none does alone."""
     count = len(completions)
     for index in range(count):
         single = {k: (v[index : index + 1] if isinstance(v, list) and len(v) == count else v) for k, v in columns.items()}
         try:
-            func(list(completions[index : index + 1]), **single)
+            call_with_limit(limit, f"reward '{label}' on {_item(index, count, columns)}", func,
+                            (list(completions[index : index + 1]),), single)
         except Exception as own:  # noqa: BLE001
             return index, own
     return None, error
+
+
+def _timed_out(label: str, timeout: UserCodeTimeout, where: str) -> str:
+    return (f"reward '{label}' did not return within {seconds_text(timeout.seconds)} ({timeout.setting}) on {where}; "
+            f"it was stopped. Raise {timeout.setting} if it is only slow (0: no limit).")
+
+
+def _batch(count: int, columns: dict[str, Any]) -> str:
+    """A batch of completions, with its first ids when the dataset has an ``id`` column."""
+    if count == 1:
+        return _item(0, 1, columns)
+    ids = columns.get("id")
+    shown = ""
+    if isinstance(ids, list) and len(ids) == count and count:
+        shown = ", ".join(str(i) for i in ids[:3]) + (", ..." if count > 3 else "")
+        shown = f" (ids {shown})"
+    return f"a batch of {count} completions{shown}"
 
 
 def _item(index: int | None, count: int, columns: dict[str, Any]) -> str:

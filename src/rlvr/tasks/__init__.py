@@ -2,9 +2,12 @@
 
 A task name may also be the user's own: a plug-in's entry point (group ``rlvr.tasks``) or an import path
 (``mypkg.tasks:MyTask``, ``my_task.py:MyTask``) naming a :class:`Task` subclass written as a dataclass.
+Such a task's ``load(split)`` runs under ``run.task_load_timeout`` (:mod:`rlvr.timeouts`): one that hangs is
+stopped with one line naming the task and the limit.
 """
 
 import dataclasses
+import functools
 import importlib
 import pkgutil
 from typing import Any
@@ -40,7 +43,36 @@ def task_class(name: str) -> type[Task]:
     if not dataclasses.is_dataclass(cls):
         raise RlvrError(f"task '{name}': {cls.__name__} must be a dataclass (its fields are the task's options): "
                         "decorate it with @dataclasses.dataclass.")
+    _limit_load(cls, name)
     return cls
+
+
+def _limit_load(cls: type[Task], name: str) -> None:
+    """The user's task class with its ``load`` run under ``run.task_load_timeout`` (once per class)."""
+    load = cls.load
+    if getattr(load, "_rlvr_time_limited", False) or getattr(load, "__isabstractmethod__", False):
+        return
+
+    @functools.wraps(load)
+    def limited_load(self: Task, split: str, *args: Any, **kwargs: Any) -> Any:
+        from rlvr.timeouts import (
+            UserCodeTimeout,
+            call_with_limit,
+            seconds_text,
+            task_load_setting,
+            task_load_timeout,
+        )
+
+        try:
+            return call_with_limit(task_load_timeout(), f"task '{name}': load('{split}')", load, (self, split, *args),
+                                   kwargs, setting=task_load_setting())
+        except UserCodeTimeout as timeout:
+            raise RlvrError(f"task '{name}': load('{split}') did not return within {seconds_text(timeout.seconds)} "
+                            f"({timeout.setting}); it was stopped. Raise {timeout.setting} if loading is only slow "
+                            "(0: no limit).") from None
+
+    limited_load._rlvr_time_limited = True  # type: ignore[attr-defined]
+    cls.load = limited_load  # type: ignore[method-assign]
 
 
 def get_task(name: str, options: dict[str, Any] | None = None) -> Task:

@@ -6,7 +6,8 @@ correct; a score is also the partial credit its ``correctness`` reward pays).
 
 A checker is the user's code run on model output, so it may fail on some item. That item is judged
 wrong, and the failure is returned in :attr:`Verdict.error` for the task to count and report; the run
-goes on. A return value that is not a bool or a number in [0, 1] counts as such a failure.
+goes on. A return value that is not a bool or a number in [0, 1] counts as such a failure, and so does a call
+that does not return within ``run.user_code_timeout`` seconds (:mod:`rlvr.timeouts`): it is abandoned.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr.plugins import load_callable
+from rlvr.timeouts import UserCodeTimeout, call_with_limit, seconds_text, user_code_timeout
 from rlvr.verifiers.answers import Verdict, answer_text
 
 
@@ -31,7 +33,11 @@ class CheckerVerifier:
         text, phrase = answer_text(completion)
         well_formed = self.form(completion)
         try:
-            result = self.func(completion, dict(row))
+            result = call_with_limit(user_code_timeout(), f"verifier '{self.spec}' on item {row.get('id', '?')}",
+                                     self.func, (completion, dict(row)))
+        except UserCodeTimeout as timeout:
+            return Verdict(0.0, text, well_formed,
+                           f"timed out after {seconds_text(timeout.seconds)} ({timeout.setting}) and was stopped")
         except Exception as error:  # noqa: BLE001 (the user's checker: any failure judges this item wrong)
             return Verdict(0.0, text, well_formed, f"raised {type(error).__name__}: {_short(error)}")
         if hasattr(result, "item") and not isinstance(result, (bool, int, float)):
