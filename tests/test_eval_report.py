@@ -9,6 +9,7 @@ from rlvr.errors import RlvrError
 from rlvr.evaluation.backends import Generation
 from rlvr.evaluation.evaluate import EvalConfig, EvalResult, model_specs, summarize, write_outputs
 from rlvr.evaluation.figure import write_figure
+from rlvr.evaluation.record_sink import records_in
 from rlvr.evaluation.report import write_report
 
 
@@ -83,5 +84,5 @@ def test_records_are_on_disk_as_each_configuration_finishes(tmp_path, monkeypatc
                         shots=[0], backend="hf", progress=False)
     with pytest.raises(RuntimeError):
         evaluation.evaluate(config, records_path=tmp_path / "out" / "samples.jsonl")
-    kept = [json.loads(line) for line in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    kept = records_in(tmp_path / "out" / "samples.jsonl")
     assert [(r["model"], r["correct"]) for r in kept] == [("first", True), ("first", False), ("first", False)]

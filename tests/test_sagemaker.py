@@ -192,6 +192,8 @@ def test_entry_runs_rlvr_launch_with_the_sagemaker_environment(monkeypatch, caps
 
 def test_entry_resumes_when_the_synced_checkpoint_dir_has_a_checkpoint(monkeypatch, tmp_path, capsys):
     (tmp_path / "checkpoint-20").mkdir()
+    (tmp_path / "checkpoint-20" / "rlvr_state.json").write_text("{}")  # marked complete
+    (tmp_path / "checkpoint-30").mkdir()  # cut short by the interruption
     monkeypatch.setattr("rlvr.launch.cluster.SAGEMAKER_CHECKPOINT_DIR", str(tmp_path))
     monkeypatch.setenv("SM_HOSTS", '["algo-1"]')
     monkeypatch.setenv("SM_CURRENT_HOST", "algo-1")

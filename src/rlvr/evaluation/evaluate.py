@@ -17,17 +17,18 @@ training callback uses. The rules:
 from __future__ import annotations
 
 import gc
-import json
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr import faults
 from rlvr.errors import RlvrError
 from rlvr.evaluation.backends import Sampling, choose_backend, render_prompts
 from rlvr.evaluation.items import check_split, load_items, task_for
 from rlvr.evaluation.outputs import write_outputs
+from rlvr.evaluation.record_sink import RecordSink, run_key
 from rlvr.evaluation.scoring import score
 from rlvr.evaluation.specs import ModelSpec, adapter_config, load_for_eval, model_specs
 from rlvr.evaluation.summary import compare, config_stats, recount, summarize
@@ -163,11 +164,18 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     items = load_items(config.task, config.task_options, config.split, config.shots, config.limit)
     sampling = Sampling(1, 0.0, 1.0, config.max_new_tokens, config.seed)
     records: list[dict[str, Any]] = []
-    sink = RecordSink(records_path)
+    sink = RecordSink(records_path, run_key(config))
     start = time.time()
     for spec in config.models:
+        if all(sink.done(spec.label, shots) for shots in items):
+            for shots in items:
+                records += sink.reuse(spec.label, shots)
+            continue
         backend, _ = make_backend(backend_name, spec, config, task_for(config.task, config.task_options))
         for shots, dataset in items.items():
+            if sink.done(spec.label, shots):
+                records += sink.reuse(spec.label, shots)
+                continue
             task = task_for(config.task, config.task_options, shots)
             try:
                 new = generate_and_score(
@@ -179,7 +187,8 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
                 prompts = dict(zip(map(str, dataset["id"]), dataset["prompt"], strict=True))
                 add_published(new, [prompts[str(r["id"])] for r in new])
             records += new
-            sink.add(new)
+            sink.add(new, spec.label, shots)
+            faults.point("eval-generation")
         del backend
         gc.collect()
     notes = [spec.note for spec in config.models if spec.note]
@@ -227,19 +236,3 @@ def split_overlap(task_name: str, options: dict[str, Any]) -> dict[str, Any]:
         return get_task(task_name, options).overlap()
     except RlvrError as error:
         return {"unchecked": str(error)}
-
-
-class RecordSink:
-    """Appends records to a JSONL file as they are made (nothing without a path); starts it empty."""
-
-    def __init__(self, path: str | Path | None):
-        self.path = Path(path) if path else None
-        if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("", encoding="utf-8")
-
-    def add(self, records: list[dict[str, Any]]) -> None:
-        if self.path:
-            with self.path.open("a", encoding="utf-8") as handle:
-                for record in records:
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr import atomic
 from rlvr.errors import RlvrError
 
 
@@ -22,10 +23,10 @@ def write_outputs(result: Any, output_dir: str | Path, figure: bool = True) -> d
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"samples": out / "samples.jsonl", "summary": out / "summary.json"}
-    with paths["samples"].open("w", encoding="utf-8") as handle:
+    with atomic.open_atomic(paths["samples"]) as handle:  # complete or absent, like the summary written after it
         for record in result.records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    paths["summary"].write_text(json.dumps(result.summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic.write_json(paths["summary"], result.summary)
     if not figure:
         return paths
     failures = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr import atomic, faults, runlock
 from rlvr.config import Recipe
 from rlvr.errors import RlvrError
 from rlvr.evaluation.published import DECODINGS, PUBLISHED_MAX_NEW_TOKENS, check_choice
@@ -65,12 +66,20 @@ class ExperimentResult:
 def run_experiment(config: ExperimentConfig, say: Any = print) -> ExperimentResult:
     """Run (or resume) the experiment in ``config.output_dir`` and return its summary and report path."""
     check_choice(config.decoding, DECODINGS, "--decoding")
+    with runlock.holding(config.output_dir, "rlvr experiment"):  # one experiment per directory
+        return _run_experiment(config, say)
+
+
+def _run_experiment(config: ExperimentConfig, say: Any) -> ExperimentResult:
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     log = StageLog(out / "stages.json")
     result = ExperimentResult(out, {}, out / "report.html")
     start = time.time()
     recipe = training_recipe(config)
+    from rlvr import timeouts
+
+    timeouts.configure(recipe.run)  # the user's code is timed as in training, also when training is skipped
     sweep = sweep_settings(config, recipe)
 
     specs = model_specs(recipe)
@@ -133,6 +142,7 @@ def _eval_stage(log: StageLog, result: ExperimentResult, config: ExperimentConfi
     for record in new:
         record.update(tag or {})
     _write_jsonl(path, new)
+    faults.point("experiment-stage")
     log.finish(name, key, time.time() - began)
     result.ran.append(name)
     return new
@@ -265,9 +275,10 @@ def _train_done(log: StageLog, key: str, recipe: Recipe) -> bool:
 
 
 def _train(log: StageLog, key: str, recipe: Recipe) -> None:
+    from rlvr.checkpoints import latest_checkpoint
     from rlvr.training.run import train
 
-    resume = any(recipe.output_dir.glob("checkpoint-*")) and log.recorded_key("train-started") == key
+    resume = latest_checkpoint(recipe.output_dir) is not None and log.recorded_key("train-started") == key
     log.finish("train-started", key, 0.0)
     began = time.time()
     result = train(recipe, resume=resume)
@@ -282,7 +293,7 @@ def write_outputs(out: Path, recipe: Recipe, summary: dict[str, Any], records: l
     from rlvr.experiment.report import write_report
 
     _write_jsonl(out / "samples.jsonl", records)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic.write_json(out / "summary.json", summary)
     return write_report(out, recipe, summary, records)
 
 
@@ -292,6 +303,6 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with atomic.open_atomic(path) as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlvr import atomic
+
 
 def settings_key(settings: Any) -> str:
     """A short, stable digest of JSON-serialisable settings."""
@@ -43,7 +45,7 @@ class StageLog:
         self.entries[name] = {"key": key, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": round(seconds, 1),
                               **extra}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.entries, indent=2) + "\n", encoding="utf-8")
+        atomic.write_json(self.path, self.entries)  # a kill mid-write must not forget every finished stage
 
     def seconds(self, name: str) -> float | None:
         entry = self.entries.get(name)

@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     from rlvr.launch.cluster import detect_cluster
 
     cluster = detect_cluster(os.environ)
-    if cluster.checkpoint_dir and "--resume" not in argv and any(Path(cluster.checkpoint_dir).glob("checkpoint-*")):
+    if cluster.checkpoint_dir and "--resume" not in argv and _resumable(Path(cluster.checkpoint_dir)):
         argv = ["--resume", *argv]  # a restarted job (spot interruption, retry) continues from the synced checkpoint
     code = rlvr_main(["launch", *argv])
     if code == 0 and cluster.machine_rank == 0 and cluster.checkpoint_dir and cluster.output_dir:
@@ -53,5 +53,13 @@ def main(argv: list[str]) -> int:
     return code
 
 
+def _resumable(checkpoint_dir: Path) -> bool:
+    """A complete checkpoint to continue from (one cut short by the interruption does not count)."""
+    from rlvr.checkpoints import latest_checkpoint
+
+    return latest_checkpoint(checkpoint_dir) is not None
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

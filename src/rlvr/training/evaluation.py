@@ -23,6 +23,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from rlvr import atomic, faults
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts
 from rlvr.memory import release_memory
 
@@ -107,6 +108,10 @@ class EvalCallback(TrainerCallback):
             backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                                 stop_strings=self.task.stop_strings)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
+        if step == 0:
+            faults.point("base-evaluation")
+        elif self.role == "verdict":
+            faults.point("test-evaluation")
         release_memory(collect=True)  # the evaluation's KV caches, before training goes on
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
@@ -146,9 +151,25 @@ class EvalCallback(TrainerCallback):
         if self.output_dir is None or not self.trainer.accelerator.is_main_process:
             return
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        with (self.output_dir / f"{self.prefix}_samples.jsonl").open("a", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps({"step": step, **record}, ensure_ascii=False) + "\n")
+        path = self.output_dir / f"{self.prefix}_samples.jsonl"
+        # Rewritten whole, keeping the rows of the evaluations this run holds (those restored from its checkpoint):
+        # a killed run's later rows, or an earlier run's in the same directory, are not mixed in.
+        earlier = {e["step"] for e in self.evaluations} - {step}
+        kept = [row for row in _read_rows(path) if row.get("step") in earlier]
+        with atomic.open_atomic(path) as handle:
+            for row in kept + [{"step": step, **record} for record in records]:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with contextlib.suppress(FileNotFoundError), path.open(encoding="utf-8") as handle:
+        for line in handle:
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                if isinstance(row, dict):
+                    rows.append(row)
+    return rows
 
 
 @contextlib.contextmanager

@@ -25,7 +25,9 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-STATE_FILE = "rlvr_state.json"
+from rlvr import atomic, faults
+from rlvr.checkpoints import STATE_FILE, file_sizes, latest_checkpoint
+
 RUN_FILE = "rlvr_run.json"
 
 
@@ -38,11 +40,6 @@ def load_state(checkpoint: str | Path | None) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-
-
-def latest_checkpoint(output_dir: Path) -> Path | None:
-    found = [p for p in output_dir.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
 
 
 def previous_run_id(output_dir: Path) -> str | None:
@@ -157,19 +154,23 @@ class RunState(TrainerCallback):
         _flush_mlflow()  # metrics up to the checkpoint are stored before it counts as saved
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if checkpoint.is_dir():
-            _write_json(checkpoint / STATE_FILE, {
+            faults.point("checkpoint-save")
+            _write_json(checkpoint / STATE_FILE, {  # last: its presence marks the checkpoint complete
                 "step": state.global_step,
                 "seconds": self.seconds(),
                 "evaluations": EvalCallback.results_of(self.trainer),
+                "test_evaluations": EvalCallback.results_of(self.trainer, "verdict"),  # the verdict's step-0 baseline
                 "mlflow_run_id": _active_run_id(),
+                "files": file_sizes(checkpoint),
             })
+        rotate = getattr(self.trainer, "rotate_checkpoints", None)
+        if rotate is not None:
+            rotate()  # only now may older checkpoints go: the newest is complete
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Write atomically: a kill mid-write leaves the previous file, never half of one."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(partial, path)
+    atomic.write_json(path, data, indent=1)
 
 
 def resolve(output_dir: Path, checkpoint: str | bool | None) -> Path | None:
@@ -212,7 +213,13 @@ def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | No
 
     for callback in trainer.callback_handler.callbacks:
         if isinstance(callback, EvalCallback):
-            callback.evaluations = list(restored.get("evaluations", []))
+            key = "test_evaluations" if callback.role == "verdict" else "evaluations"
+            callback.evaluations = list(restored.get(key, []))
     state = RunState(trainer, recipe.output_dir, restored, orphan, tracking_uri(recipe.run.tracking_uri))
-    trainer.add_callback(state)
+    # Right after MLflow's callback (which starts the run at train begin) and before the evaluations of step 0:
+    # a kill during those must still find the MLflow run named in rlvr_run.json, to close it.
+    callbacks = trainer.callback_handler.callbacks
+    after = [i for i, c in enumerate(callbacks) if type(c).__name__ == "MLflowCallback"]
+    callbacks.insert(after[0] + 1 if after else len(callbacks), state)
+    trainer.marks_checkpoints = True  # RunState marks each checkpoint complete, then rotates
     return state

@@ -5,14 +5,15 @@ The library entry point is :func:`train`; ``rlvr train`` is a thin wrapper.
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr import atomic, faults, runlock
 from rlvr.config import Recipe
 from rlvr.errors import RlvrError
 from rlvr.training.tracking import tracking_uri
@@ -54,19 +55,24 @@ def train(recipe: Recipe, resume: bool | str = False, quiet: bool = False) -> Tr
     """Train ``recipe`` and return where the outputs are and how the reward moved."""
     import torch
 
+    if recipe.run.threads:
+        torch.set_num_threads(recipe.run.threads)
+    with runlock.holding(recipe.output_dir, "rlvr train"):  # one run per output directory
+        return _train(recipe, resume, quiet)
+
+
+def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     from rlvr.training import resume as resuming
     from rlvr.training.best import KeepBest
     from rlvr.training.evaluation import EvalCallback
 
-    if recipe.run.threads:
-        torch.set_num_threads(recipe.run.threads)
     output_dir = recipe.output_dir
-    checkpoint = _checkpoint_to_resume(output_dir, resume)
-    resumed_from = resuming.resolve(output_dir, checkpoint)
+    resumed_from = _checkpoint_to_resume(output_dir, resume)
+    _retire_summary(output_dir)
     with resuming.continuing(recipe, output_dir, resumed_from) as (restored, orphan):
         trainer = build_trainer(recipe, quiet=quiet)
         run_state = resuming.attach(trainer, recipe, restored, orphan)
-        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
     seconds = run_state.seconds()  # this part and every part before the checkpoint it resumed
     adapter_dir, merged_dir = save_outputs(trainer, recipe)
     history = list(trainer.state.log_history)
@@ -103,6 +109,11 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     from rlvr.launch.engines import check_generation_engine
 
     check_generation_engine(recipe.grpo)  # use_vllm without vLLM or a GPU: one line, before any loading
+    from rlvr import timeouts
+
+    timeouts.configure(recipe.run)  # run.user_code_timeout / task_load_timeout: the user's rewards, checker, task load
+    if recipe.run.sandbox_allow_weaker:  # code tasks: the recipe accepts weaker sandbox isolation (env wins)
+        _set_env("RLVR_SANDBOX_ALLOW_WEAKER", "1")
 
     from rlvr.models import (
         adapters_in_compute_dtype,
@@ -257,24 +268,53 @@ def _set_env(name: str, value: str) -> None:
     _SET_BY_RLVR[name] = value
 
 
-def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> str | bool | None:
+def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> Path | None:
+    """The checkpoint ``resume`` names, if complete: ``True``/'latest' is the newest complete one in
+    ``output_dir``, and each newer incomplete one (a save cut by a kill or a full disk) is set aside, in one
+    line each."""
+    from rlvr import checkpoints as saved
+
     if not resume:
         return None
     if isinstance(resume, str) and resume not in ("true", "latest"):
         if not Path(resume).is_dir():
             raise RlvrError(f"checkpoint to resume from not found: {resume}")
-        return resume
-    if not any(output_dir.glob("checkpoint-*")):
+        why = saved.incomplete(Path(resume))
+        if why:
+            raise RlvrError(f"checkpoint {resume} is incomplete ({why}); resume from an earlier one or with --resume "
+                            "for the latest complete one.")
+        return Path(resume)
+    found = saved.checkpoints(output_dir)
+    if not found:
         raise RlvrError(f"--resume: no checkpoint-* directory in {output_dir}; train with grpo.save_steps set first.")
-    return True
+    for checkpoint in found:
+        why = saved.incomplete(checkpoint)
+        if not why:
+            return checkpoint
+        aside = saved.set_aside(checkpoint) if _main_rank() else checkpoint
+        print(f"rlvr: --resume: {checkpoint.name} is incomplete ({why}); set aside as {aside.name}, "
+              "resuming from the one before.", file=sys.stderr, flush=True)
+    raise RlvrError(f"--resume: no complete checkpoint in {output_dir} (every one was cut short and set aside); "
+                    "run without --resume to start from step 0.")
+
+
+def _retire_summary(output_dir: Path) -> None:
+    """An earlier run's summary.json would claim this run finished: renamed until this one writes its own."""
+    summary = output_dir / "summary.json"
+    if summary.is_file() and _main_rank():
+        os.replace(summary, output_dir / "summary.previous.json")
+        print(f"rlvr: {output_dir} held a finished run: its summary is now summary.previous.json.",
+              file=sys.stderr, flush=True)
+
+
+def _main_rank() -> bool:
+    return os.environ.get("RANK", "0") == "0"
 
 
 def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None]:
     output_dir = recipe.output_dir
     adapter_dir = output_dir / ("adapter" if recipe.model.lora else "model")
-    trainer.save_model(str(adapter_dir))  # every process calls it (ZeRO-3 gathers); the main one writes
-    if trainer.accelerator.is_main_process:
-        trainer.processing_class.save_pretrained(str(adapter_dir))
+    _save_aside(trainer, adapter_dir)
     merged_dir = None
     if recipe.run.merge_adapter and recipe.model.lora and trainer.accelerator.is_main_process:
         from rlvr.models import merge_adapter
@@ -284,6 +324,31 @@ def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None
         merged_dir = merge_adapter(adapter_dir, model.name_or_path, model.dtype, output_dir / "merged", model.chat_format)
     trainer.accelerator.wait_for_everyone()
     return adapter_dir, merged_dir
+
+
+def _save_aside(trainer: Any, directory: Path) -> None:
+    """Save the adapter (or model) beside ``directory`` and rename it into place: complete or absent.
+
+    Every process calls ``save_model`` (ZeRO-3 gathers); the main one writes and swaps. All processes
+    save into the same path, named without a process id so the ranks agree on it.
+    """
+    main = trainer.accelerator.is_main_process
+    building = directory.with_name(directory.name + ".partial")
+    if main:
+        shutil.rmtree(building, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()
+    try:
+        trainer.save_model(str(building))
+        if main:
+            trainer.processing_class.save_pretrained(str(building))
+            faults.point("adapter-save")
+            atomic.swap_in(building, directory)
+    except Exception as error:
+        if not atomic.out_of_space(error, directory.parent):
+            raise
+        shutil.rmtree(building, ignore_errors=True)
+        raise RlvrError(f"disk full while saving {directory}: nothing was replaced (an earlier one, if any, is "
+                        "intact) and the checkpoints are kept; free space, then rerun with --resume.") from None
 
 
 def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None = None) -> None:
@@ -305,9 +370,14 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
     }
     if resumed_from:
         summary["resumed_from"] = str(resumed_from)
+    from rlvr.sandbox import isolation_used
+
+    if isolation_used() is not None:  # code tasks: the sandbox isolation the programs ran under (the weakest)
+        summary["sandbox"] = isolation_used()
     result.output_dir.mkdir(parents=True, exist_ok=True)
-    (result.output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (result.output_dir / "recipe.yaml").write_text(_yaml(recipe.to_dict()))
+    atomic.write_text(result.output_dir / "recipe.yaml", _yaml(recipe.to_dict()))
+    faults.point("summary-write")
+    atomic.write_json(result.output_dir / "summary.json", summary)  # last: its presence says the run finished
 
 
 def _yaml(data: dict[str, Any]) -> str:

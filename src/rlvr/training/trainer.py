@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import contextlib
 import random
+import shutil
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from rlvr import faults
 from rlvr.errors import RlvrError
 from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
@@ -150,7 +153,45 @@ class RlvrGRPOTrainer(TrlHooks):
     def score_rollouts(self, trl: Callable[[], Any]) -> Any:
         with self._timed("rewards"):
             self._scored = trl()
+        faults.point("mid-step")
         return self._scored
+
+    # --- checkpoints: complete or absent ---------------------------------------------------------------------------
+
+    def _save_checkpoint(self, model, trial):  # noqa: ANN001, ANN202  (transformers' Trainer, not TRL's)
+        """The trainer's save without its rotation: older checkpoints may go only once rlvr has marked this one
+        complete (``rlvr.training.resume.RunState.on_save`` then calls :meth:`rotate_checkpoints`)."""
+        if not getattr(self, "marks_checkpoints", False):  # no RunState attached: the trainer's own order
+            return super()._save_checkpoint(model, trial)
+        limit = self.args.save_total_limit
+        self.args.save_total_limit = None
+        try:
+            super()._save_checkpoint(model, trial)
+        except Exception as error:
+            self._checkpoint_failed(error)
+            raise
+        finally:
+            self.args.save_total_limit = limit
+
+    def _checkpoint_failed(self, error: Exception) -> None:
+        """A full disk mid-save: remove the incomplete checkpoint (it frees space) and say so in one line."""
+        from rlvr import atomic
+        from rlvr.checkpoints import latest_checkpoint
+
+        checkpoint = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+        if not atomic.out_of_space(error, self.args.output_dir):
+            return
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        kept = latest_checkpoint(Path(self.args.output_dir))
+        raise RlvrError(f"disk full while saving {checkpoint.name} in {self.args.output_dir}: the incomplete "
+                        f"checkpoint was removed and {kept.name if kept else 'no earlier checkpoint'} is intact; free "
+                        "space, then rerun with --resume.") from None
+
+    def rotate_checkpoints(self) -> None:
+        from transformers.trainer_utils import rotate_checkpoints
+
+        rotate_checkpoints(output_dir=self.args.output_dir, save_total_limit=self.args.save_total_limit,
+                           best_model_checkpoint=self.state.best_model_checkpoint, use_mtime=True)
 
     def training_step(self, model, inputs, num_items_in_batch):  # noqa: ANN001, ANN201
         start = time.perf_counter()
