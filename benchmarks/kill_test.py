@@ -18,6 +18,7 @@ Prints a Markdown table (BENCHMARKS.md, "Faults: kills anywhere").
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -95,9 +96,13 @@ def mlflow_statuses(db: Path, experiment: str) -> list[str]:
 
 
 def verdict(out: Path) -> tuple | None:
+    """(accuracy before, after, now right, now wrong, a digest of every test completion before and after)."""
     test = json.loads((out / "summary.json").read_text()).get("test") or {}
+    rows = [json.loads(line) for line in (out / "test_samples.jsonl").read_text().splitlines()]
+    completions = json.dumps(sorted((r["step"], str(r["id"]), r["completion"]) for r in rows))
+    digest = hashlib.sha256(completions.encode()).hexdigest()[:12]
     return (test.get("before", {}).get("accuracy"), test.get("after", {}).get("accuracy"), test.get("now_right"),
-            test.get("now_wrong")) if test else None
+            test.get("now_wrong"), digest) if test else None
 
 
 def train_row(point: str, args: argparse.Namespace, root: Path, env: dict[str, str], reference: tuple | None) -> dict:

@@ -261,3 +261,40 @@ def _parser_running(function):  # noqa: ANN001, ANN202
     parser = argparse.ArgumentParser()
     parser.add_subparsers(dest="command").add_parser("go").set_defaults(func=function)
     return parser
+
+
+@needs_mount
+def test_a_full_disk_mid_checkpoint_is_one_line_and_the_previous_checkpoint_resumes(tiny_model_dir, small_disk,
+                                                                                     monkeypatch):
+    from rlvr.config import load_recipe
+    from rlvr.training.run import train
+    from rlvr.training.trainer import RlvrGRPOTrainer
+
+    ballast, filled = small_disk / "ballast", []
+    save_optimizer = RlvrGRPOTrainer._save_optimizer_and_scheduler
+
+    def disk_fills_up_during_the_second_checkpoint(self, output_dir):  # noqa: ANN001, ANN202
+        if self.state.global_step == 4 and not ballast.exists() and not filled:  # weights written; no room left
+            filled.append(True)
+            with open(ballast, "wb") as handle, pytest.raises(OSError):
+                while True:
+                    handle.write(b"\0" * 65536)
+                    handle.flush()
+        return save_optimizer(self, output_dir)
+
+    monkeypatch.setattr(RlvrGRPOTrainer, "_save_optimizer_and_scheduler", disk_fills_up_during_the_second_checkpoint)
+    out = small_disk / "run"
+    recipe = load_recipe(None, [
+        f"model.name_or_path={tiny_model_dir}", "task.train_size=16", "task.shots=1", "grpo.max_steps=4",
+        "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=8",
+        "grpo.save_strategy=steps", "grpo.save_steps=2", "grpo.report_to=[]", "run.eval_items=0",
+        "run.keep_best=false", "run.test_items=0", f"run.output_dir={out}"])
+    with pytest.raises(RlvrError) as caught:
+        train(recipe, quiet=True)
+    message = str(caught.value)
+    assert "disk full while saving checkpoint-4" in message and "checkpoint-2 is intact" in message
+    assert "\n" not in message
+    assert not (out / "checkpoint-4").exists() and saved.incomplete(out / "checkpoint-2") == ""
+    ballast.unlink()
+    result = train(recipe, resume=True, quiet=True)
+    assert result.steps == 4 and (out / "summary.json").is_file()

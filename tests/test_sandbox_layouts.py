@@ -297,6 +297,17 @@ def test_rlvr_reward_score_stops_with_one_line_or_scores_with_the_opt_in(tmp_pat
     assert "WEAKER" in out.err
 
 
+@pytest.mark.usefixtures("no_root")
+def test_the_sandbox_allow_weaker_option_is_the_same_opt_in(tmp_path, monkeypatch, capsys):
+    from rlvr.cli import main
+
+    monkeypatch.delenv(ALLOW_WEAKER_ENV, raising=False)  # restored (unset) after the option sets it
+    records = tmp_path / "completions.jsonl"
+    records.write_text(json.dumps({"completion": HONEST, "test_list": ["assert add(1, 2) == 3"]}) + "\n")
+    assert main(["reward", "score", "--task", "code", "--input", str(records), "--sandbox-allow-weaker"]) == 0
+    assert json.loads(capsys.readouterr().out)["reward"] == 1.0
+
+
 @pytest.mark.usefixtures("needs_full_isolation", "fresh_record")
 def test_the_isolation_is_recorded_in_an_evaluation_summary(monkeypatch):
     from rlvr.evaluation.summary import summarize

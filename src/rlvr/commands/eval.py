@@ -74,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
                         help="limit on each call of your checker or reward (default: the run's run.user_code_timeout, "
                         "else 60; 0: none)")
+    parser.add_argument("--sandbox-allow-weaker", action="store_true",
+                        help="code tasks: run programs with weaker sandbox isolation where this machine allows no "
+                        "more (default: stop with one line naming what is missing)")
     parser.set_defaults(func=run)
 
 
@@ -163,9 +166,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rlvr import runlock
+    from rlvr.commands.reward import allow_weaker_sandbox
     from rlvr.evaluation.evaluate import evaluate, write_outputs
     from rlvr.evaluation.record_sink import PARTIAL_NAME
 
+    allow_weaker_sandbox(args)
     with runlock.holding(args.output, "rlvr eval"):  # two evaluations writing one directory would mix their files
         if args.score_only:
             result = score_only(args)

@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
                        help="limit on each call of your reward (all lines at once) or checker (one line); default 60, "
                        "0: none")
+    score.add_argument("--sandbox-allow-weaker", action="store_true",
+                       help="code tasks: score with weaker sandbox isolation where this machine allows no more "
+                       "(default: stop with one line naming what is missing)")
     score.set_defaults(func=run_score)
     audit = actions.add_parser(
         "audit",
@@ -42,6 +45,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="override a recipe field, e.g. --set 'rewards=[{name: correctness}]' (repeatable)")
     audit.set_defaults(func=run_audit)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+
+def allow_weaker_sandbox(args: argparse.Namespace) -> None:
+    """``--sandbox-allow-weaker``: the opt-in the sandbox reads (rlvr.sandbox.executor.ALLOW_WEAKER_ENV)."""
+    if getattr(args, "sandbox_allow_weaker", False):
+        import os
+
+        from rlvr.sandbox.executor import ALLOW_WEAKER_ENV
+
+        os.environ[ALLOW_WEAKER_ENV] = "1"
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -64,6 +77,7 @@ def run_score(args: argparse.Namespace) -> int:
     given = getattr(args, "user_code_timeout", None)
     limit = DEFAULT_USER_CODE_TIMEOUT if given is None else given
     set_user_code_timeout(limit, "--user-code-timeout")  # no recipe here: the option (or the default) holds
+    allow_weaker_sandbox(args)
     options = parse_options(args.option)
     if args.rubric:
         options["rubric"] = args.rubric

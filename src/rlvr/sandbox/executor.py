@@ -53,8 +53,9 @@ def weaker_allowed(env: dict | None = None) -> bool:
 def refusal(missing: list[str]) -> str:
     """The one line that stops scoring: what is missing, how to allow it, how to accept less."""
     return (f"the code sandbox cannot isolate programs fully on this machine, so no program was run: "
-            f"{'; '.join(missing)}. Allow it, or accept weaker isolation with {ALLOW_WEAKER_ENV}=1 (a recipe: "
-            f"run.sandbox_allow_weaker: true); see docs/code-rewards.md.")
+            f"{'; '.join(missing)}. Allow it, or accept weaker isolation with --sandbox-allow-weaker (rlvr eval, rlvr "
+            f"reward score), {ALLOW_WEAKER_ENV}=1, or run.sandbox_allow_weaker: true in a recipe; see "
+            "docs/code-rewards.md.")
 
 
 class IsolationRecord:

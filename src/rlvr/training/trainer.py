@@ -158,15 +158,15 @@ class RlvrGRPOTrainer(TrlHooks):
 
     # --- checkpoints: complete or absent ---------------------------------------------------------------------------
 
-    def _save_checkpoint(self, model, trial):  # noqa: ANN001, ANN202  (transformers' Trainer, not TRL's)
+    def save_checkpoint(self, trl: Callable[[], Any]) -> None:
         """The trainer's save without its rotation: older checkpoints may go only once rlvr has marked this one
         complete (``rlvr.training.resume.RunState.on_save`` then calls :meth:`rotate_checkpoints`)."""
         if not getattr(self, "marks_checkpoints", False):  # no RunState attached: the trainer's own order
-            return super()._save_checkpoint(model, trial)
+            return trl()
         limit = self.args.save_total_limit
         self.args.save_total_limit = None
         try:
-            super()._save_checkpoint(model, trial)
+            trl()
         except Exception as error:
             self._checkpoint_failed(error)
             raise

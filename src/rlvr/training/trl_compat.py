@@ -68,6 +68,7 @@ HOOKED = {
     "_calculate_rewards": ("inputs", "prompts", "completions", "completion_ids_list"),
     "_generate_single_turn": ("prompt_ids", "images", "multimodal_fields", "num_generations"),
     "_generate_and_score_completions": ("inputs",),
+    "_save_checkpoint": ("model", "trial"),
     "_get_per_token_logps_and_entropies": (
         "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size", "compute_entropy", "compute_aux_loss",
     ),
@@ -177,7 +178,14 @@ class TrlHooks(GRPOTrainer):
         return self.token_logps(model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
                                 extra, trl_logps)
 
+    def _save_checkpoint(self, model, trial):  # noqa: ANN001, ANN202
+        return self.save_checkpoint(partial(super()._save_checkpoint, model, trial))
+
     # --- hooks (TRL's behaviour unless a subclass overrides them) ----------------------------------------------
+
+    def save_checkpoint(self, trl: Callable[[], Any]) -> None:
+        """Write ``checkpoint-N`` (weights, optimizer, scheduler, RNG, trainer state) and rotate old ones."""
+        trl()
 
     def tokenize_prompts(self, trl: Callable[[], Any]) -> Any:
         """(prompt ids per row, images, multimodal fields) for a rollout's prompts, chat templates applied."""
