@@ -242,6 +242,36 @@ def test_a_full_disk_mid_atomic_write_leaves_the_previous_file(small_disk):
     assert json.loads(path.read_text()) == {"run": 1}
 
 
+def test_safetensors_full_disk_error_is_one_line_from_the_cli(capsys, monkeypatch):
+    from safetensors import SafetensorError
+
+    from rlvr import cli
+
+    def fail(args):  # noqa: ANN001
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser_running(fail))
+    assert cli.main(["go"]) == 1
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_an_evaluation_rewriting_its_outputs_first_removes_the_previous_summary(tmp_path, monkeypatch):
+    from rlvr.evaluation import outputs
+    from rlvr.evaluation.evaluate import EvalResult
+
+    (tmp_path / "summary.json").write_text('{"from": "an earlier evaluation"}')
+    (tmp_path / "report.html").write_text("earlier")
+
+    def killed(path, data, indent=2):  # noqa: ANN001
+        raise KeyboardInterrupt  # killed after the new samples, before the new summary
+
+    monkeypatch.setattr(outputs.atomic, "write_json", killed)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_outputs(EvalResult([{"id": 1}], {}), tmp_path)
+    assert (tmp_path / "samples.jsonl").read_text() == '{"id": 1}\n'
+    assert not (tmp_path / "summary.json").exists() and not (tmp_path / "report.html").exists()
+
+
 @needs_mount
 def test_a_full_disk_is_one_line_from_the_cli(small_disk, capsys, monkeypatch):
     from rlvr import cli
@@ -252,7 +282,7 @@ def test_a_full_disk_is_one_line_from_the_cli(small_disk, capsys, monkeypatch):
     monkeypatch.setattr(cli, "build_parser", lambda: _parser_running(fill))
     assert cli.main(["go"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "No space left on device" in lines[0] and "--resume" in lines[0]
+    assert len(lines) == 1 and "no space left on the device" in lines[0] and "--resume" in lines[0]
 
 
 def _parser_running(function):  # noqa: ANN001, ANN202

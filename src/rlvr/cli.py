@@ -43,15 +43,22 @@ def main(argv: list[str] | None = None) -> int:
     except RlvrError as error:
         print(f"rlvr: error: {error}", file=sys.stderr)
         return error.exit_code
-    except OSError as error:
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+    except Exception as error:  # a full disk, whatever the writer raised (OSError, safetensors' own error)
+        if not _disk_full(error):
             raise
-        print(f"rlvr: error: {error.strerror} writing {error.filename or 'a file'}: free space and rerun "
-              "(rlvr train --resume continues from the last complete checkpoint).", file=sys.stderr)
+        where = getattr(error, "filename", None) or "a file"
+        print(f"rlvr: error: no space left on the device writing {where}: free space and rerun (rlvr train --resume "
+              "continues from the last complete checkpoint).", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("rlvr: interrupted", file=sys.stderr)
         return 130
+
+
+def _disk_full(error: Exception) -> bool:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(error) or "Disk quota exceeded" in str(error)
 
 
 if __name__ == "__main__":

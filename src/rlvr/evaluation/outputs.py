@@ -23,6 +23,8 @@ def write_outputs(result: Any, output_dir: str | Path, figure: bool = True) -> d
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"samples": out / "samples.jsonl", "summary": out / "summary.json"}
+    for stale in ("summary.json", "accuracy.png", "report.html"):  # an earlier evaluation's: a kill while these are
+        (out / stale).unlink(missing_ok=True)                      # rewritten must not leave them beside new samples
     with atomic.open_atomic(paths["samples"]) as handle:  # complete or absent, like the summary written after it
         for record in result.records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
