@@ -9,6 +9,8 @@ A recipe has five sections (see ``docs/recipes.md`` for every field)::
     grpo:   {learning_rate: ..., ...}  # any field of TRL's GRPOConfig, passed through
     run:    ...                  # RunConfig: output, tracking, merge, threads
 
+``base: NAME`` (a built-in recipe) or ``base: PATH`` (a recipe file) at the top builds on another recipe, key by
+key (:mod:`rlvr.recipe_base`, which also gives a recipe with no ``grpo`` section the CPU default's).
 ``--set section.key=value`` overrides any field; values are parsed as YAML.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,16 @@ import yaml
 
 from rlvr.config_utils import build_dataclass, check_keys, coerce
 from rlvr.errors import RlvrError
+from rlvr.recipe_base import (  # noqa: F401 (DEFAULT_RECIPE, builtin_recipes, read_yaml: imported from here too)
+    DEFAULT_RECIPE,
+    RECIPES_DIR,
+    SECTIONS,
+    Resolved,
+    builtin_recipes,
+    read_yaml,
+    resolve,
+)
 from rlvr.registry import closest
-
-RECIPES_DIR = Path(__file__).parent / "recipes"
-DEFAULT_RECIPE = "cpu-default"
 
 
 @dataclass
@@ -225,6 +233,8 @@ class Recipe:
     run: RunConfig
     description: str = ""
     source: str = ""  # where it was loaded from
+    #: Lines ``rlvr train`` and ``rlvr experiment`` print on loading (e.g. the CPU default's grpo taken).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def task_name(self) -> str:
@@ -250,13 +260,6 @@ class Recipe:
         }
 
 
-SECTIONS = ["name", "description", "model", "task", "rewards", "grpo", "run"]
-
-
-def builtin_recipes() -> list[str]:
-    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
-
-
 def find_recipe(reference: str | None) -> Path:
     """A recipe path from a file path or a built-in recipe name (None: the CPU default)."""
     reference = reference or DEFAULT_RECIPE
@@ -273,41 +276,38 @@ def find_recipe(reference: str | None) -> Path:
 
 
 def load_recipe(reference: str | None = None, overrides: list[str] | None = None) -> Recipe:
-    """Load, override (``section.key=value``) and validate a recipe."""
-    path = find_recipe(reference)
-    data = read_yaml(path)
+    """Load (with its ``base`` chain), override (``section.key=value``) and validate a recipe."""
+    return resolve_recipe(reference, overrides)[0]
+
+
+def resolve_recipe(reference: str | None = None, overrides: list[str] | None = None) -> tuple[Recipe, Resolved]:
+    """The validated recipe, and its raw resolved sections with where each value came from (``rlvr recipe show``)."""
+    resolved = recipe_data(reference, overrides)
+    recipe = recipe_from_dict(resolved.data, where=str(resolved.path))
+    recipe.source = str(resolved.path)
+    recipe.notes = list(resolved.notes)
+    return recipe, resolved
+
+
+def recipe_data(reference: str | None = None, overrides: list[str] | None = None) -> Resolved:
+    """A recipe's raw sections, bases merged and overrides applied, not validated (no TRL import)."""
+    resolved = resolve(find_recipe(reference))
     for override in overrides or []:
-        apply_override(data, override)
-    recipe = recipe_from_dict(data, where=str(path))
-    recipe.source = str(path)
-    return recipe
+        resolved.set_value(apply_override(resolved.data, override), "--set")
+    return resolved
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise RlvrError(f"{path}: invalid YAML{where}: {problem}.") from None
-    except OSError as error:
-        raise RlvrError(f"cannot read recipe {path}: {error.strerror}.") from None
-    if data is None:
-        raise RlvrError(f"{path} is empty: a recipe needs at least a task section.")
-    if not isinstance(data, dict):
-        raise RlvrError(f"{path}: a recipe is a mapping of sections ({', '.join(SECTIONS)}).")
-    return data
-
-
-def apply_override(data: dict[str, Any], override: str) -> None:
-    """Set ``section.key=value`` (value parsed as YAML) in raw recipe data."""
+def apply_override(data: dict[str, Any], override: str) -> tuple[str, ...]:
+    """Set ``section.key=value`` (value parsed as YAML) in raw recipe data; returns the key's path."""
     if "=" not in override:
         raise RlvrError(f"--set expects section.key=value, got '{override}'.")
     key, raw = override.split("=", 1)
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
         raise RlvrError(f"--set expects section.key=value, got '{override}'.")
+    if parts[0] == "base":
+        raise RlvrError("--set cannot change base (the recipe a recipe builds on is read before any --set): write "
+                        "base: in the recipe file, or --set the fields themselves.")
     if parts[0] not in SECTIONS:
         check_keys({parts[0]: None}, SECTIONS, "the recipe (--set)")
     try:
@@ -323,6 +323,7 @@ def apply_override(data: dict[str, Any], override: str) -> None:
             raise RlvrError(f"--set {key}: '{part}' is not a section.")
         node = child
     node[parts[-1]] = value
+    return tuple(parts)
 
 
 def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:

@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.experiment.run import ExperimentConfig, run_experiment
 
     recipe = load_recipe(args.recipe, args.overrides)
+    for note in recipe.notes:  # e.g. no grpo section: the CPU default's taken
+        print(f"rlvr: {note}", file=sys.stderr, flush=True)
     output = Path(args.output or f"outputs/{recipe.name}-experiment")
     config = ExperimentConfig(
         recipe=recipe,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output_dir:
         overrides.append(f"run.output_dir={args.output_dir}")
     recipe = load_recipe(args.recipe, overrides)
+    for note in recipe.notes:  # e.g. no grpo section: the CPU default's taken
+        print(f"rlvr: {note}", file=sys.stderr, flush=True)
     print(f"rlvr: training '{recipe.name}' ({recipe.source}) -> {recipe.output_dir}", flush=True)
     result = train(recipe, resume=args.resume or False)
     print_summary(result)

@@ -127,7 +127,7 @@ def check_runnable(plan: LaunchPlan) -> None:
     engine this machine lacks, once here rather than in every launched process. (Full recipe
     validation, which imports TRL, happens in ``rlvr train``; skipping it here keeps start-up short.)
     """
-    from rlvr.config import apply_override, find_recipe, read_yaml
+    from rlvr.config import recipe_data
     from rlvr.launch.engines import check_generation_engine
 
     if plan.config_path is not None and uses_deepspeed(plan.config_path):
@@ -135,9 +135,7 @@ def check_runnable(plan: LaunchPlan) -> None:
             raise RlvrError(
                 f"config {plan.config_path.stem} runs DeepSpeed, which is not installed: pip install 'rlvr[deepspeed]'."
             )
-    data = read_yaml(find_recipe(plan.recipe))
-    for override in plan.overrides:
-        apply_override(data, override)
+    data = recipe_data(plan.recipe, plan.overrides).data  # its base chain merged (rlvr.recipe_base)
     grpo = data.get("grpo") or {}
     if isinstance(grpo, dict):  # a malformed section is reported by rlvr train's full validation
         check_generation_engine(grpo)

@@ -211,13 +211,16 @@ def _user_tags(value: str) -> dict[str, Any]:
 
 
 def _recipe_data(options: SubmitOptions) -> dict[str, Any]:
-    """The recipe's raw sections with the --set overrides applied (not validated here: rlvr train does that)."""
-    from rlvr.config import apply_override, read_yaml
+    """The recipe's raw sections, its bases merged and the --set overrides applied (not validated here: rlvr train
+    does that). The job receives the recipe file alone, so a base must be a built-in recipe (shipped with rlvr)."""
+    from rlvr.config import builtin_recipes, recipe_data
 
-    data = read_yaml(Path(options.recipe))
-    for override in options.overrides:
-        apply_override(data, override)
-    return data
+    resolved = recipe_data(options.recipe, options.overrides)
+    if resolved.bases and resolved.bases[0] not in builtin_recipes():
+        raise RlvrError(f"{options.recipe} builds on the file {resolved.bases[0]}, which the job would not receive "
+                        "(it gets the recipe file alone): submit the resolved recipe instead, written by "
+                        f"rlvr recipe show {options.recipe} --plain > resolved.yaml.")
+    return resolved.data
 
 
 def masked(request: dict[str, Any]) -> dict[str, Any]:
