@@ -72,7 +72,7 @@ def remove_stale(target: Path) -> None:
     of a model can weigh gigabytes."""
     for path in target.parent.glob(f"{glob.escape(target.name)}.*-*"):
         kind, _, pid = path.name[len(target.name) + 1:].partition("-")
-        if kind not in ("partial", "old") or not pid.isdigit() or _alive(int(pid)):
+        if kind not in ("partial", "old") or not pid.isdigit() or pid_alive(int(pid)):
             continue
         if kind == "old" and not target.exists():
             os.replace(path, target)  # killed between its two renames: the old one is whole, put it back
@@ -82,7 +82,8 @@ def remove_stale(target: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -60,7 +60,7 @@ def close_orphan(output_dir: Path, tracking_uri: str | None) -> str | None:
     except (OSError, ValueError):
         return None
     run_id, pid = previous.get("mlflow_run_id"), previous.get("pid")
-    if not run_id or (isinstance(pid, int) and pid != os.getpid() and _alive(pid)):
+    if not run_id or (isinstance(pid, int) and pid != os.getpid() and atomic.pid_alive(pid)):
         return None  # nothing recorded, or that run's process is still training
     try:
         import mlflow
@@ -88,16 +88,6 @@ def link_replacement(orphan: str | None, tracking_uri: str | None) -> None:
             mlflow.set_tag("rlvr.replaces", orphan)
     except Exception:
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _flush_mlflow() -> None:
