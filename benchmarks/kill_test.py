@@ -180,13 +180,16 @@ def main() -> None:
            "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     env.pop("RLVR_KILL_AT", None)
     whole = root / "whole"
-    code, seconds, err = rlvr(["train", "cpu-default", *settings(args, whole, root / "mlflow.db")], env)
-    if code != 0:
-        sys.exit(f"the uninterrupted run failed: {err.strip().splitlines()[-1:]}")
-    reference = verdict(whole)
-    print(f"uninterrupted run: {seconds:.0f} s, verdict (before, after, now right, now wrong) {reference}", flush=True)
-    rows = []
-    for point in args.points.split(","):
+    points = [p for p in args.points.split(",") if p]
+    rows, reference = [], None
+    if points or not args.no_eval:  # the run never killed: the reference verdict, and the adapter eval reruns judge
+        code, seconds, err = rlvr(["train", "cpu-default", *settings(args, whole, root / "mlflow.db")], env)
+        if code != 0:
+            sys.exit(f"the uninterrupted run failed: {err.strip().splitlines()[-1:]}")
+        reference = verdict(whole)
+        print(f"uninterrupted run: {seconds:.0f} s, verdict (before, after, now right, now wrong, completions) "
+              f"{reference}", flush=True)
+    for point in points:
         rows.append(train_row(point, args, root, env, reference))
         print(json.dumps(rows[-1]), flush=True)
     if not args.no_eval:
