@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from rlvr.checkpoints import STATE_FILE, checkpoints, incomplete
 
@@ -33,6 +34,12 @@ def rlvr(*words: str, kill_at: str | None = None) -> subprocess.CompletedProcess
     env = {"PYTHONPATH": str(SRC), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HF_HUB_OFFLINE": "1",
            "HOME": os.environ.get("HOME", "/tmp"), **({"RLVR_KILL_AT": kill_at} if kill_at else {})}
     return subprocess.run([sys.executable, "-m", "rlvr", *words], env=env, capture_output=True, text=True, timeout=600)
+
+
+def adapter(output_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(output_dir / "adapter" / "adapter_model.safetensors"))
 
 
 def summary(output_dir: Path) -> dict:
@@ -100,8 +107,12 @@ def test_killed_mid_checkpoint_resume_skips_it_in_one_line_and_finishes_equal(ti
 
 def test_killed_while_saving_the_adapter_no_half_adapter_is_left(tiny_model_dir, uninterrupted):
     root, whole = uninterrupted
-    out, _ = killed_then_rerun(tiny_model_dir, root, "adapter-save", resume=True)
-    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    out, err = killed_then_rerun(tiny_model_dir, root, "adapter-save", resume=True)
+    assert "checkpoint-4 was saved at the last step" in err
+    assert summary(out)["steps"] == 4 and not (out / "checkpoint-5").exists()  # no step trained past the end
+    assert adapter(out).keys() == adapter(whole).keys()
+    assert all(torch.equal(adapter(out)[k], adapter(whole)[k]) for k in adapter(whole))
+    assert mlflow_statuses(root / "mlflow.db", f"kill-{out.name}") == ["FINISHED"]
     assert not list(out.glob("adapter.partial*"))
     assert same_verdict(out, whole)
 

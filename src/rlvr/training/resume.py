@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,3 +214,37 @@ def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | No
     callbacks.insert(after[0] + 1 if after else len(callbacks), state)
     trainer.marks_checkpoints = True  # RunState marks each checkpoint complete, then rotates
     return state
+
+
+def at_last_step(trainer: Any, checkpoint: Path | None) -> bool:
+    """Whether ``checkpoint`` was saved at the run's last step (a kill after it: saving the outputs was left)."""
+    if checkpoint is None or trainer.args.max_steps <= 0 or getattr(trainer, "is_deepspeed_enabled", False):
+        return False  # under DeepSpeed the engine loads its own checkpoint inside train(): left to it
+    try:
+        step = json.loads((Path(checkpoint) / "trainer_state.json").read_text())["global_step"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return step >= trainer.args.max_steps
+
+
+def finish_from_last_checkpoint(trainer: Any, checkpoint: Path, run_id: str | None) -> None:
+    """Take the weights and state of a checkpoint saved at the last step, without the trainer's loop.
+
+    Given a checkpoint at ``max_steps``, transformers' loop still runs one more step before it checks
+    the step count, so the saved adapter would no longer be the one the restored verdict judged. Here the
+    checkpoint's weights and trainer state are loaded as they are, and the MLflow run the kill left open
+    is marked finished.
+    """
+    from transformers import TrainerState
+
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+    trainer._load_from_checkpoint(str(checkpoint))  # transformers' Trainer (not TRL): the weights, LoRA or full
+    print(f"rlvr: --resume: {Path(checkpoint).name} was saved at the last step; its weights are the result "
+          "(no step is trained again).", file=sys.stderr, flush=True)
+    if run_id:
+        try:
+            import mlflow
+
+            mlflow.MlflowClient().set_terminated(run_id, status="FINISHED")
+        except Exception:  # another store, a deleted run: nothing to close
+            pass

@@ -72,7 +72,10 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     with resuming.continuing(recipe, output_dir, resumed_from) as (restored, orphan):
         trainer = build_trainer(recipe, quiet=quiet)
         run_state = resuming.attach(trainer, recipe, restored, orphan)
-        trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
+        if resuming.at_last_step(trainer, resumed_from):  # killed after the last checkpoint: only saving was left
+            resuming.finish_from_last_checkpoint(trainer, resumed_from, os.environ.get("MLFLOW_RUN_ID"))
+        else:
+            trainer.train(resume_from_checkpoint=str(resumed_from) if resumed_from else None)
     seconds = run_state.seconds()  # this part and every part before the checkpoint it resumed
     adapter_dir, merged_dir = save_outputs(trainer, recipe)
     history = list(trainer.state.log_history)
