@@ -120,6 +120,10 @@ class RunConfig:
     advantage_clip: float | None = None
     #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
     difficulty_filter: str | None = None
+    #: Before training (fresh runs), probe the base model on the first N training prompts as `rlvr probe` does and
+    #: print one line with the verdict (format-bound, too long, at chance, too hard, too easy, learnable), also in
+    #: summary.json under probe (0: no probe).
+    probe_items: int = 0
     #: Training rollouts stop at the task's answer line; false: only at EOS or grpo.max_completion_length (plain TRL).
     stop_at_answer: bool = True
     #: Keep only the last N tokens of each training prompt (cut from the left, as trl 0.18's max_prompt_length,
@@ -164,7 +168,7 @@ class RunConfig:
             raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
                             "test items would bias the test verdict.")
         for name, least in (("loss_chunk_rows", 0), ("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
-                            ("eval_max_new_tokens", 1),
+                            ("probe_items", 0), ("eval_max_new_tokens", 1),
                             ("eval_batch_size", 1), ("sweep_items", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:

@@ -33,6 +33,7 @@ class TrainResult:
     test: dict[str, Any] | None = None  # the verdict on held-out test items (run.test_items): rlvr.training.verdict
     overlap: dict[str, Any] | None = None  # questions shared between the task's splits (tasks.splits.overlap_report)
     kept_best: Any = None  # rlvr.training.best.KeepBest when run.keep_best chose the weights kept
+    probe: dict[str, Any] | None = None  # the base model probed before training (run.probe_items): rlvr.training.probe
 
     @property
     def reward_start(self) -> float | None:
@@ -65,12 +66,14 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     from rlvr.training import resume as resuming
     from rlvr.training.best import KeepBest
     from rlvr.training.evaluation import EvalCallback
+    from rlvr.training.probe import before_training
 
     output_dir = recipe.output_dir
     resumed_from = _checkpoint_to_resume(output_dir, resume)
     _retire_summary(output_dir)
     with resuming.continuing(recipe, output_dir, resumed_from) as (restored, orphan):
         trainer = build_trainer(recipe, quiet=quiet)
+        probed = None if resumed_from else before_training(trainer, recipe)  # run.probe_items: the base, before step 1
         run_state = resuming.attach(trainer, recipe, restored, orphan)
         if resuming.at_last_step(trainer, resumed_from):  # killed after the last checkpoint: only saving was left
             resuming.finish_from_last_checkpoint(trainer, resumed_from, os.environ.get("MLFLOW_RUN_ID"))
@@ -86,6 +89,7 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     result.overlap = trainer.rlvr_overlap
     result.test = test_verdict(trainer, result.overlap)
     result.kept_best = KeepBest.of(trainer)
+    result.probe = probed
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe, resumed_from=resumed_from)
     return result
@@ -373,6 +377,8 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
     }
     if resumed_from:
         summary["resumed_from"] = str(resumed_from)
+    if result.probe:
+        summary["probe"] = result.probe
     from rlvr.sandbox import isolation_used
 
     if isolation_used() is not None:  # code tasks: the sandbox isolation the programs ran under (the weakest)

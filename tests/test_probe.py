@@ -1,0 +1,184 @@
+"""rlvr probe: figures from known completions, the verdict from hand-made figures, chance, bad input, probe.json."""
+
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from rlvr.cli import main
+from rlvr.errors import RlvrError
+from rlvr.evaluation.backends import Generation
+from rlvr.tasks import get_task
+from rlvr.training import probe as probing
+from rlvr.training.probe import Chance, Figures, choice_chance, pass_at_g, verdict, zero_variance_shares
+
+RIGHT, WRONG = "2 + 2 = 4.\n#### The final answer is 4\n", "2 + 2 = 5.\n#### The final answer is 5\n"
+RAMBLE = "2 + 2 is a sum of two"
+
+
+def figures(**changes):
+    """Learnable figures, changed where a test says."""
+    base = Figures(items=64, group_size=8, max_tokens=32, greedy_accuracy=0.5, greedy_format_rate=0.9,
+                   pass_at_1=0.4, pass_at_g=0.9, format_rate=0.9, truncated=0.05, stopped_at_answer=0.9,
+                   ended_eos=0.05, mean_tokens=20.0, groups_all_right=0.1, groups_all_wrong=0.1, zero_variance=0.3,
+                   zero_variance_all_right=0.1, zero_variance_all_wrong=0.1, zero_variance_other=0.1)
+    return dataclasses.replace(base, **changes)
+
+
+def chance(**changes):
+    base = Chance(options=4, options_from="the choices field", chance=0.25, majority_letter="B",
+                  majority_accuracy=0.3, random_pass_at_g=1 - 0.75 ** 8)
+    return dataclasses.replace(base, **changes)
+
+
+# ----------------------------------------------------------------------------- the verdict
+
+
+@pytest.mark.parametrize(("changes", "name", "suggests"), [
+    ({}, "learnable", "70% of groups carry signal"),
+    ({"truncated": 0.6, "format_rate": 0.0}, "too long", "grpo.max_completion_length"),  # before format-bound
+    ({"format_rate": 0.1}, "format-bound", "task.shots"),
+    ({"format_rate": 0.1, "groups_all_wrong": 1.0}, "format-bound", "task.chat: true"),  # before too hard
+    ({"chance": chance(), "pass_at_1": 0.3}, "at chance", "larger model"),  # 0.25 + 2 * sqrt(.25 * .75 / 64) = 0.36
+    ({"chance": chance(majority_accuracy=0.5), "pass_at_1": 0.45}, "at chance", "always answering B"),
+    ({"chance": chance(), "pass_at_1": 0.45}, "learnable", "train as is"),
+    ({"groups_all_wrong": 0.8, "pass_at_g": 0.2}, "too hard", "rlvr filter"),
+    ({"groups_all_right": 0.85, "groups_all_wrong": 0.0}, "too easy", "harder items"),
+    ({"format_rate": None}, "learnable", "train as is"),  # a task without an answer form is never format-bound
+])
+def test_verdict_from_hand_made_figures(changes, name, suggests):
+    found = verdict(figures(**changes))
+    assert found.name == name
+    assert suggests in found.line()
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def test_pass_at_g_is_the_share_of_groups_with_a_right_completion():
+    assert pass_at_g([[False, True], [False, False], [True, True], [False, False]]) == 0.5
+
+
+def test_zero_variance_shares_split_equal_groups_by_the_judge():
+    totals = [[1.5, 1.5, 1.5], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1.5, 0.5, 0.0], [0.0, None, 0.0]]
+    correct = [[True] * 3, [False] * 3, [False, True, False], [True, False, False], [False] * 3]
+    shares = zero_variance_shares(totals, correct)
+    assert shares == {"zero_variance": 0.8, "all_right": 0.2, "all_wrong": 0.4, "other": pytest.approx(0.2)}
+
+
+def test_choice_chance_from_option_counts_and_from_gold_letters():
+    found = choice_chance(["B", "B", "A", "C"], ["B", "B", "A", "D"], [4, 4, 2, 2], 3)
+    assert found.chance == pytest.approx((0.25 + 0.25 + 0.5 + 0.5) / 4)
+    assert (found.majority_letter, found.majority_accuracy) == ("B", 0.5)
+    assert found.random_pass_at_g == pytest.approx((2 * (1 - 0.75 ** 3) + 2 * (1 - 0.5 ** 3)) / 4)
+    inferred = choice_chance(["B"], ["A", "C", "(D)", "b"], None, 8)
+    assert inferred.options == 4 and "A-D" in inferred.options_from
+    assert inferred.random_pass_at_g == pytest.approx(1 - 0.75 ** 8)
+
+
+def test_figures_from_known_completions():
+    task = get_task("gsm8k")
+    recipe = SimpleNamespace(grpo={"max_completion_length": 8}, run=SimpleNamespace(stop_at_answer=True))
+    rows = [{"prompt": "p", "final_answer": "4"}, {"prompt": "q", "final_answer": "4"}]
+    greedy = [Generation(RIGHT, 6, True), Generation(RAMBLE, 8, False)]
+    sampled = [[Generation(RIGHT, 6, True), Generation(WRONG, 6, True)],
+               [Generation(RAMBLE, 8, False), Generation("2 + 2", 4, True)]]  # the last ended by EOS
+    totals = [[1.5, 0.5], [0.0, 0.0]]
+    f = probing.figures_from(task, recipe, rows, greedy, sampled, totals)
+    assert (f.items, f.group_size, f.max_tokens) == (2, 2, 8)
+    assert (f.greedy_accuracy, f.greedy_format_rate) == (0.5, 0.5)
+    assert (f.pass_at_1, f.pass_at_g, f.format_rate) == (0.25, 0.5, 0.5)
+    assert (f.truncated, f.stopped_at_answer, f.ended_eos, f.mean_tokens) == (0.25, 0.5, 0.25, 6.0)
+    assert (f.groups_all_right, f.groups_all_wrong) == (0.0, 0.5)
+    assert (f.zero_variance, f.zero_variance_all_wrong, f.chance) == (0.5, 0.5, None)
+
+
+def test_reward_totals_apply_the_recipe_weights_as_trl_does():
+    task = get_task("gsm8k")
+    rewards = [{"name": "format", "weight": 0.5}, {"name": "correctness", "weight": 1.0}]
+    recipe = SimpleNamespace(rewards=rewards, grpo={})
+    rows = [{"prompt": "Question: 2 + 2?", "final_answer": "4", "id": "a"}]
+    tokenizer = lambda text, add_special_tokens=False: {"input_ids": list(range(len(text)))}  # noqa: E731
+    assert probing.reward_totals(task, recipe, rows, [[RIGHT, WRONG, RAMBLE]], tokenizer) == [[1.5, 0.5, 0.0]]
+
+
+def test_gold_the_verifier_cannot_read_is_one_line():
+    task = get_task("gsm8k")
+    good = [{"id": str(i), "final_answer": str(i)} for i in range(4)]
+    assert probing.check_gold(task, good) == 4
+    bad = [{"id": str(i), "final_answer": "many"} for i in range(3)] + good[:1]
+    with pytest.raises(RlvrError, match="only 1 of 4 gold answers"):
+        probing.check_gold(task, bad)
+    assert probing.check_gold(get_task("mbpp"), bad) is None  # no answer line: nothing to check
+
+
+def test_choice_options_come_from_the_choices_field(tmp_path):
+    path = tmp_path / "mc.jsonl"
+    lines = [{"q": f"pick {i}", "options": ["x", "y", "z"], "a": "B"} for i in range(20)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    task = get_task("jsonl", {"path": str(path), "question": "q", "answer": "a", "verifier": "choice",
+                              "choices": "options", "template": "{question}\n{choices}"})
+    rows = [dict(r) for r in task.load("train")]
+    assert probing.is_choice_task(task) and probing.option_counts(task, rows) == [3] * len(rows)
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def probe_args(model_dir, tmp_path, *extra):
+    return ["probe", "--items", "4", "--batch-size", "8", "--set", f"model.name_or_path={model_dir}",
+            "--set", "task.train_size=16", "--set", "task.shots=1", "--set", "grpo.num_generations=4",
+            "--set", "grpo.max_completion_length=8", "--set", f"run.output_dir={tmp_path / 'out'}", *extra]
+
+
+def test_probe_writes_probe_json_and_a_table(tiny_model_dir, tmp_path, capsys):
+    assert main(probe_args(tiny_model_dir, tmp_path)) == 0
+    written = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert written["figures"]["items"] == 4 and written["figures"]["group_size"] == 4
+    assert written["verdict"]["name"] in ("format-bound", "too long", "too hard", "too easy", "learnable")
+    assert written["rows"] == "the first 4 training rows, in order" and written["gold_readable"] == 4
+    out = capsys.readouterr().out
+    assert "sampled pass@1" in out and "zero-variance groups" in out and "verdict  " in out
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ("0", "--items must be at least 1, got 0."),
+    ("500", "--items 500: the task has 16 training rows in its train split; ask for at most 16."),
+])
+def test_bad_item_counts_are_one_line(tiny_model_dir, tmp_path, capsys, items, message):
+    args = probe_args(tiny_model_dir, tmp_path)
+    args[2] = items
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"rlvr: error: {message}"
+
+
+def test_a_checker_that_never_accepts_the_gold_is_one_line(tmp_path, capsys):
+    data = tmp_path / "qa.jsonl"
+    data.write_text("".join(json.dumps({"question": f"q{i}", "answer": f"a{i}"}) + "\n" for i in range(20)))
+    checker = tmp_path / "check.py"
+    checker.write_text("def check(completion, row):\n    return row.get('other') == completion\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"base: cpu-default\nname: qa\ntask: {{name: jsonl, path: {data}, verifier: '{checker}:check'}}\n"
+                      "rewards: [{name: format}, {name: correctness}]\n")
+    assert main(["probe", str(recipe), "--items", "4", "--set", f"run.output_dir={tmp_path / 'out'}"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("rlvr: error: task jsonl: the verifier judges only 0 of 4 gold answers correct")
+    assert not (tmp_path / "out" / "probe.json").exists()
+
+
+def test_train_probes_first_when_asked_and_records_it(tiny_model_dir, tmp_path, capsys):
+    from rlvr.config import load_recipe
+    from rlvr.training.run import train
+
+    recipe = load_recipe(None, [  # tests/test_train.py's tiny recipe, one step
+        f"model.name_or_path={tiny_model_dir}", "task.train_size=16", "task.shots=1", "grpo.max_steps=1",
+        "grpo.per_device_train_batch_size=8", "grpo.num_generations=4", "grpo.max_completion_length=8",
+        "grpo.save_strategy=no", "grpo.report_to=[]", "run.eval_items=0", "run.keep_best=false",
+        f"run.output_dir={tmp_path / 'out'}", "run.probe_items=4",
+    ])
+    train(recipe, quiet=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("rlvr probe (4 items): ")]
+    assert len(lines) == 1 and "pass@4" in lines[0]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["probe"]["figures"]["items"] == 4 and summary["probe"]["verdict"]["name"]
