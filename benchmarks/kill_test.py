@@ -42,10 +42,11 @@ def settings(args: argparse.Namespace, out: Path, db: Path) -> list[str]:
 
 
 def rlvr(words: list[str], env: dict[str, str], kill_at: str | None = None) -> tuple[int, float, str]:
+    """(exit status, seconds, what it printed: stdout then stderr)."""
     env = {**env, **({"RLVR_KILL_AT": kill_at} if kill_at else {})}
     start = time.time()
     done = subprocess.run([sys.executable, "-m", "rlvr", *words], env=env, capture_output=True, text=True)
-    return done.returncode, time.time() - start, done.stderr
+    return done.returncode, time.time() - start, done.stdout + done.stderr
 
 
 def left_claims(out: Path, cache: Path) -> list[str]:
@@ -121,7 +122,7 @@ def train_row(point: str, args: argparse.Namespace, root: Path, env: dict[str, s
     resume = latest_checkpoint(out) is not None
     code2, seconds, err = rlvr(words + (["--resume"] if resume else []), row_env)
     statuses = mlflow_statuses(db, f"kill-{out.name}")
-    lines = [line for line in err.splitlines() if line.startswith("rlvr:") and "incomplete" in line]
+    lines = [line for line in err.splitlines() if line.startswith("rlvr: --resume")]
     return {"command": "train", "point": point, "killed": code == -9, "killed_after_s": round(killed_after),
             "left_wrong": claims, "rerun": "--resume" if resume else "fresh", "rerun_ok": code2 == 0,
             "rerun_s": round(seconds), "mlflow": statuses,
@@ -160,7 +161,8 @@ def experiment_row(args: argparse.Namespace, root: Path, env: dict[str, str]) ->
     stages = json.loads((out / "stages.json").read_text()) if (out / "stages.json").exists() else {}
     return {"command": "experiment", "point": "experiment-stage", "killed": code == -9, "left_wrong": wrong,
             "rerun": "same command", "rerun_ok": code2 == 0, "rerun_s": round(seconds),
-            "skipped": [line.strip() for line in err.splitlines() + [] if "skipped" in line][:3],
+            "skipped": [line.split("]")[1].strip() for line, after in zip(err.splitlines(), err.splitlines()[1:])
+                        if "]" in line and "skipped" in after],
             "stages": sorted(stages), "error": err.strip().splitlines()[-1:] if code2 else []}
 
 
