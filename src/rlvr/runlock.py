@@ -34,7 +34,7 @@ def holding(output_dir: str | Path, command: str) -> Iterator[None]:
     """Hold ``output_dir`` for ``command`` (e.g. 'rlvr train') while the block runs."""
     directory = Path(output_dir).resolve()
     key = str(directory)
-    if key in _held or not _main_rank():
+    if key in _held or not main_rank():
         yield
         return
     directory.mkdir(parents=True, exist_ok=True)
@@ -78,7 +78,8 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def _main_rank() -> bool:
+def main_rank() -> bool:
+    """Whether this process is rank 0 of its launch (or not launched by accelerate/torchrun at all)."""
     return os.environ.get("RANK", "0") == "0"
 
 

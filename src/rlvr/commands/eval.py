@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rlvr.commands.reward import add_user_code_options, apply_user_code_options
 from rlvr.errors import RlvrError
 
 EXAMPLES = """examples:
@@ -71,12 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "'task_id') with the task; no model is loaded")
     parser.add_argument("--output", default="outputs/eval", metavar="DIR", help="output directory (default outputs/eval)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    parser.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
-                        help="limit on each call of your checker or reward (default: the run's run.user_code_timeout, "
-                        "else 60; 0: none)")
-    parser.add_argument("--sandbox-allow-weaker", action="store_true",
-                        help="code tasks: run programs with weaker sandbox isolation where this machine allows no "
-                        "more (default: stop with one line naming what is missing)")
+    add_user_code_options(parser, "default: the run's run.user_code_timeout, else 60")
     parser.set_defaults(func=run)
 
 
@@ -105,7 +101,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     if args.exemplars:
         options["exemplars"] = args.exemplars
     settings = settings_from_runs(args.adapter)
-    _apply_limits(args, settings)
+    apply_user_code_options(args, settings.limits if settings is not None else None)
     given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
     if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
@@ -136,18 +132,6 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     )
 
 
-def _apply_limits(args: argparse.Namespace, settings) -> None:  # noqa: ANN001
-    """Time limits on the user's code (rlvr.timeouts): the run's recipe's, then --user-code-timeout."""
-    from rlvr import timeouts
-
-    if settings is not None:
-        timeouts.configure(settings.limits)
-    given = getattr(args, "user_code_timeout", None)
-    if given is not None or settings is None:  # no run recipe: the option (or the default) holds
-        timeouts.set_user_code_timeout(timeouts.DEFAULT_USER_CODE_TIMEOUT if given is None else given,
-                                       "--user-code-timeout")
-
-
 def _data_option(task: str, options: dict) -> dict:
     """``--data`` is the ``path`` option of tasks that call it so (the jsonl file task)."""
     import dataclasses
@@ -166,11 +150,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rlvr import runlock
-    from rlvr.commands.reward import allow_weaker_sandbox
     from rlvr.evaluation.evaluate import evaluate, write_outputs
     from rlvr.evaluation.record_sink import PARTIAL_NAME
 
-    allow_weaker_sandbox(args)
     with runlock.holding(args.output, "rlvr eval"):  # two evaluations writing one directory would mix their files
         if args.score_only:
             result = score_only(args)
@@ -193,7 +175,7 @@ def score_only(args: argparse.Namespace):  # noqa: ANN201
         raise RlvrError(f"--score-only scores the completions in {args.score_only}; {given[0]} does not apply to it.")
     if len(args.label) > 1:
         raise RlvrError("--score-only takes one --label (lines may name their own 'model').")
-    _apply_limits(args, None)
+    apply_user_code_options(args)
     options = parse_options(args.option)
     if args.data:
         options = _data_option(args.task or "gsm8k", {**options, "data": args.data})

@@ -24,12 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--output", help="write here instead of stdout")
     score.add_argument("--rubric", help="rubric YAML (keywords task)")
     score.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="task option, repeatable")
-    score.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
-                       help="limit on each call of your reward (all lines at once) or checker (one line); default 60, "
-                       "0: none")
-    score.add_argument("--sandbox-allow-weaker", action="store_true",
-                       help="code tasks: score with weaker sandbox isolation where this machine allows no more "
-                       "(default: stop with one line naming what is missing)")
+    add_user_code_options(score, "default 60")
     score.set_defaults(func=run_score)
     audit = actions.add_parser(
         "audit",
@@ -47,8 +42,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
-def allow_weaker_sandbox(args: argparse.Namespace) -> None:
-    """``--sandbox-allow-weaker``: the opt-in the sandbox reads (rlvr.sandbox.executor.ALLOW_WEAKER_ENV)."""
+def add_user_code_options(parser: argparse.ArgumentParser, default: str) -> None:
+    """--user-code-timeout and --sandbox-allow-weaker (rlvr eval, rlvr reward score)."""
+    parser.add_argument("--user-code-timeout", type=float, metavar="SECONDS",
+                        help=f"limit on each call of your reward (a whole batch) or checker (one completion); {default}; "
+                        "0: none")
+    parser.add_argument("--sandbox-allow-weaker", action="store_true",
+                        help="code tasks: run programs with weaker sandbox isolation where this machine allows no more "
+                        "(default: stop with one line naming what is missing)")
+
+
+def apply_user_code_options(args: argparse.Namespace, limits: dict[str, Any] | None = None) -> None:
+    """The time limits on the user's code (a run recipe's ``limits``, then --user-code-timeout, else the default)
+    and the sandbox opt-in (``--sandbox-allow-weaker`` sets what the sandbox reads)."""
+    from rlvr import timeouts
+
+    if limits is not None:
+        timeouts.configure(limits)
+    given = getattr(args, "user_code_timeout", None)
+    if given is not None or limits is None:  # no run recipe: the option (or the default) holds
+        timeouts.set_user_code_timeout(timeouts.DEFAULT_USER_CODE_TIMEOUT if given is None else given,
+                                       "--user-code-timeout")
     if getattr(args, "sandbox_allow_weaker", False):
         import os
 
@@ -72,12 +86,8 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
 def run_score(args: argparse.Namespace) -> int:
     from rlvr.jsonl import iter_jsonl
     from rlvr.tasks import get_task
-    from rlvr.timeouts import DEFAULT_USER_CODE_TIMEOUT, set_user_code_timeout
 
-    given = getattr(args, "user_code_timeout", None)
-    limit = DEFAULT_USER_CODE_TIMEOUT if given is None else given
-    set_user_code_timeout(limit, "--user-code-timeout")  # no recipe here: the option (or the default) holds
-    allow_weaker_sandbox(args)
+    apply_user_code_options(args)  # no recipe here: the option (or the default) holds
     options = parse_options(args.option)
     if args.rubric:
         options["rubric"] = args.rubric

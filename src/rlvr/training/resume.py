@@ -27,7 +27,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from rlvr import atomic, faults
-from rlvr.checkpoints import STATE_FILE, file_sizes, latest_checkpoint
+from rlvr.checkpoints import STATE_FILE, file_sizes
 
 RUN_FILE = "rlvr_run.json"
 
@@ -162,13 +162,6 @@ class RunState(TrainerCallback):
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     """Write atomically: a kill mid-write leaves the previous file, never half of one."""
     atomic.write_json(path, data, indent=1)
-
-
-def resolve(output_dir: Path, checkpoint: str | bool | None) -> Path | None:
-    """The checkpoint directory a resume starts from (``True``: the latest in ``output_dir``)."""
-    if not checkpoint:
-        return None
-    return Path(checkpoint) if isinstance(checkpoint, str) else latest_checkpoint(output_dir)
 
 
 @contextlib.contextmanager

@@ -298,7 +298,7 @@ def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> Path | None:
         why = saved.incomplete(checkpoint)
         if not why:
             return checkpoint
-        aside = saved.set_aside(checkpoint) if _main_rank() else checkpoint
+        aside = saved.set_aside(checkpoint) if runlock.main_rank() else checkpoint
         print(f"rlvr: --resume: {checkpoint.name} is incomplete ({why}); set aside as {aside.name}, "
               "resuming from the one before.", file=sys.stderr, flush=True)
     raise RlvrError(f"--resume: no complete checkpoint in {output_dir} (every one was cut short and set aside); "
@@ -308,14 +308,10 @@ def _checkpoint_to_resume(output_dir: Path, resume: bool | str) -> Path | None:
 def _retire_summary(output_dir: Path) -> None:
     """An earlier run's summary.json would claim this run finished: renamed until this one writes its own."""
     summary = output_dir / "summary.json"
-    if summary.is_file() and _main_rank():
+    if summary.is_file() and runlock.main_rank():
         os.replace(summary, output_dir / "summary.previous.json")
         print(f"rlvr: {output_dir} held a finished run: its summary is now summary.previous.json.",
               file=sys.stderr, flush=True)
-
-
-def _main_rank() -> bool:
-    return os.environ.get("RANK", "0") == "0"
 
 
 def save_outputs(trainer: Any, recipe: Recipe) -> tuple[Path | None, Path | None]:
