@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "much as an honest correct answer.",
     )
     audit.add_argument("--task", action="append", metavar="TASK",
-                       help="task whose probes to run: gsm8k, arithmetic, code, keywords (repeatable; default: all)")
+                       help="task whose probes to run: gsm8k, arithmetic, code (also mbpp, humaneval, pyfunc), keywords, "
+                            "jsonl and reasoning-gym with --recipe (repeatable; default: all)")
     audit.add_argument("--recipe", help="use this recipe's rewards (and reward_weights) instead of the task defaults")
     audit.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                        help="override a recipe field, e.g. --set 'rewards=[{name: correctness}]' (repeatable)")
@@ -132,12 +133,13 @@ def run_audit(args: argparse.Namespace) -> int:
     failed = audited = 0
     for name in names:
         grpo_weights = recipe.grpo.get("reward_weights") if recipe else None
-        if name not in PROBE_SETS:
+        probes = _probe_set_name(name, PROBE_SETS)
+        if probes is None:
             result = _audit_answer_line_task(name, recipe, grpo_weights)
             audited += 1
             failed += not result.passed
             continue
-        probe_set = PROBE_SETS[name]
+        probe_set = PROBE_SETS[probes]
         specs = recipe.rewards if recipe and recipe.rewards else _default_rewards(name, probe_set, TASKS)
         if grpo_weights is not None and not (recipe and recipe.rewards):  # the recipe's weights replace the defaults'
             specs = [{**spec, "weight": None} for spec in specs]
@@ -156,7 +158,8 @@ def run_audit(args: argparse.Namespace) -> int:
             continue
         funcs = [_build(spec) for spec in specs]
         result = audit(probe_set, funcs, reward_weights(specs, grpo_weights))
-        print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
+        via = "" if probes == name else f", {probes}'s probes"
+        print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)}){via}")
         print(render_table(result))
         print(verdict(result) + "\n")
         audited += 1
@@ -164,6 +167,21 @@ def run_audit(args: argparse.Namespace) -> int:
     if not audited:
         raise RlvrError("no task could be audited: see why above.")
     return 1 if failed else 0
+
+
+def _probe_set_name(name: str, probe_sets: dict[str, Any]) -> str | None:
+    """The probe set that audits task ``name``: its own, else ``code``'s for a task judged as the ``code`` task is
+    (mbpp, humaneval, pyfunc: the same execution reward on the same fenced programs), else None."""
+    if name in probe_sets:
+        return name
+    from rlvr.tasks import task_class
+    from rlvr.tasks.code import CodeTask
+
+    try:
+        cls = task_class(name)
+    except RlvrError:
+        return None
+    return "code" if issubclass(cls, CodeTask) and "code" in probe_sets else None
 
 
 def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any) -> Any:

@@ -13,20 +13,25 @@ and evaluation are the ``code`` task's: programs run in the sandbox against
 Problems are generated offline and deterministically from ``seed``. Splits never
 share a description: test, validation and train are drawn in that order, each from
 its own stream, skipping descriptions an earlier split took
-(:class:`rlvr.tasks.splits.QuestionPool`). They do share templates: a test problem
-"returns x plus 7" may sit beside a training problem "returns x plus 3", so the
-held-out verdict measures new constants and inputs, not new kinds of function.
+(:class:`rlvr.tasks.splits.QuestionPool`). By default they share templates: a test
+problem "returns x plus 7" may sit beside a training problem "returns x plus 3", so
+the held-out verdict measures new constants and inputs, not new kinds of function.
+``test_templates`` splits by template instead: the test split is drawn only from the
+held-out templates, train and validation only from the others (:func:`held_out_templates`;
+near-duplicate templates, :data:`NEAR_DUPLICATES`, are held out together when chosen
+by count).
 """
 
 from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.registry import closest
 from rlvr.tasks.base import TASKS, check_split
 from rlvr.tasks.code import CHAT_STOPS, INSTRUCT_MBPP, PROGRAM_STOPS, CodeTask
 from rlvr.tasks.splits import PRIORITY, QuestionPool
@@ -201,11 +206,89 @@ def make_problem(template: Template, rng: random.Random) -> dict[str, Any]:
     return {"question": question, "template": template.name, "test_list": tests}
 
 
-def problem_stream(seed: int) -> Any:
-    """Problems drawn from every template in turn at random, deterministically from ``seed``."""
+def problem_stream(seed: int, templates: Sequence[Template] = TEMPLATES) -> Any:
+    """Problems drawn from ``templates`` (default: all) in turn at random, deterministically from ``seed``."""
     rng = random.Random(seed)
     while True:
-        yield make_problem(rng.choice(TEMPLATES), rng)
+        yield make_problem(rng.choice(templates), rng)
+
+
+#: Templates whose functions differ by one operator, direction, constant's role or argument type
+#: (``x + k`` / ``x - k``, ``s[:k]`` / ``xs[:k]``): a model that learned one has nearly learned the other, so
+#: ``test_templates: K`` holds such a group out whole. Every other template is a group of its own.
+NEAR_DUPLICATES: tuple[tuple[str, ...], ...] = (
+    ("add_n", "subtract_n", "add_two"),                  # x + k, x - k, a + b + k
+    ("multiply_by", "times_plus"),                       # x * k, x * a + b
+    ("remainder", "int_divide", "is_divisible"),         # x % k, x // k, x % k == 0
+    ("is_greater", "is_at_most"),                        # x > k, x <= k
+    ("larger_of", "smaller_of"),                         # max(x, k), min(x, k)
+    ("first_chars", "last_chars", "first_items"),        # s[:k], s[-k:], xs[:k]
+    ("add_suffix", "add_prefix"),                        # s + w, w + s
+    ("count_letter", "count_value"),                     # s.count(ch), xs.count(k)
+    ("starts_with", "ends_with"),                        # s.startswith(ch), s.endswith(ch)
+    ("remove_letter", "replace_letter"),                 # s.replace(ch, ""), s.replace(ch, d)
+    ("add_to_each", "scale_each"),                       # [x + k ...], [x * k ...]
+    ("count_above", "keep_above"),                       # count / keep the x > k
+)
+#: The kinds of argument a template's function takes; ``test_templates: K`` takes groups from each in turn.
+KINDS = {"x": "integer", "a, b": "integer", "s": "string", "xs": "list"}
+
+
+def template_groups() -> list[list[str]]:
+    """Every template in one group: :data:`NEAR_DUPLICATES`, then each other template alone (``TEMPLATES`` order)."""
+    grouped = {name for group in NEAR_DUPLICATES for name in group}
+    groups = [list(group) for group in NEAR_DUPLICATES]
+    return groups + [[t.name] for t in TEMPLATES if t.name not in grouped]
+
+
+def held_out_templates(count: int, seed: int) -> list[str]:
+    """``count`` template names held out for the test split, deterministically from ``seed``.
+
+    Near-duplicates (:func:`template_groups`) go together, spread over the kinds of argument (integer, string,
+    list): each kind's groups are shuffled, then the kinds take turns (in a shuffled order), each taking its next
+    group that still fits, first up to an even share of ``count`` per kind, then up to ``count``. Only when no
+    whole group fits the remainder is a group split. Names come back in ``TEMPLATES`` order.
+    """
+    if count < 1 or count >= len(TEMPLATES):
+        raise RlvrError(f"pyfunc test_templates must be between 1 and {len(TEMPLATES) - 1} (of {len(TEMPLATES)} "
+                        f"templates; train keeps the rest), got {count}.")
+    rng = random.Random(seed)
+    kind_of = {t.name: KINDS[t.params] for t in TEMPLATES}
+    kinds = sorted(set(KINDS.values()))
+    rng.shuffle(kinds)
+    pending = {kind: [g for g in template_groups() if kind_of[g[0]] == kind] for kind in kinds}
+    for groups in pending.values():
+        rng.shuffle(groups)
+    chosen: list[str] = []
+    per_kind = dict.fromkeys(kinds, 0)
+    for limit in (-(-count // len(kinds)), count):
+        progress = True
+        while progress:
+            progress = False
+            for kind in kinds:
+                group = next((g for g in pending[kind] if len(chosen) + len(g) <= count
+                              and per_kind[kind] + len(g) <= limit), None)
+                if group is not None:
+                    pending[kind].remove(group)
+                    chosen += group
+                    per_kind[kind] += len(group)
+                    progress = True
+    for name in (name for kind in kinds for group in pending[kind] for name in group):
+        if len(chosen) == count:
+            break
+        chosen.append(name)
+    rank = {t.name: i for i, t in enumerate(TEMPLATES)}
+    return sorted(chosen, key=rank.__getitem__)
+
+
+def distinct_problems(names: Sequence[str], draws: int = 3000) -> int:
+    """About how many distinct descriptions the templates ``names`` can make (sampled; for error messages)."""
+    by_name = {t.name: t for t in TEMPLATES}
+    total = 0
+    for name in names:
+        rng = random.Random(0)
+        total += len({make_problem(by_name[name], rng)["question"] for _ in range(draws)})
+    return total
 
 
 @TASKS.register("pyfunc")
@@ -221,6 +304,13 @@ class PyFuncTask(CodeTask):
     seed: int = 42
     #: Instruct models answer in one fenced python block (the default); false: a docstring to complete.
     chat: bool = True
+    #: Split by template: None (the default) shares every template between the splits; K holds out K templates
+    #: (:func:`held_out_templates`, near-duplicates together, chosen from ``test_templates_seed``); a list of
+    #: template names (or one string, comma-separated) holds out those. The test split is drawn only from the
+    #: held-out templates, train and validation only from the others.
+    test_templates: int | list[str] | None = None
+    #: The seed that chooses K held-out templates (None: ``seed``); only with ``test_templates: K``.
+    test_templates_seed: int | None = None
 
     name = "pyfunc"
 
@@ -234,9 +324,42 @@ class PyFuncTask(CodeTask):
         for name in ("train_size", "validation_size", "test_size"):
             if getattr(self, name) < 1:
                 raise RlvrError(f"pyfunc {name} must be a positive integer.")
+        self.held_out = self._choose_held_out()
         self.stop_patterns = CHAT_STOPS if self.chat else PROGRAM_STOPS
         self.default_rewards = [{"name": "code_execution", "partial": self.partial, "timeout": self.timeout,
                                  "memory_mb": self.memory_mb}]
+
+    def _choose_held_out(self) -> list[str]:
+        """The held-out template names (empty: the splits share every template), checked."""
+        names = [t.name for t in TEMPLATES]
+        chosen = self.test_templates
+        if chosen is None:
+            if self.test_templates_seed is not None:
+                raise RlvrError("pyfunc test_templates_seed chooses held-out templates: give test_templates: K "
+                                "with it, or drop it.")
+            return []
+        if isinstance(chosen, bool) or not isinstance(chosen, (int, str, list)):
+            raise RlvrError("pyfunc test_templates must be a number of templates to hold out or a list of "
+                            f"template names, got {chosen!r}.")
+        if isinstance(chosen, int):
+            seed = self.seed if self.test_templates_seed is None else self.test_templates_seed
+            return held_out_templates(chosen, seed)
+        if self.test_templates_seed is not None:
+            raise RlvrError("pyfunc test_templates_seed chooses K held-out templates at random; with a list of "
+                            "names there is nothing to choose: drop test_templates_seed or give test_templates: K.")
+        chosen = [name.strip() for name in chosen.split(",")] if isinstance(chosen, str) else chosen
+        for name in chosen:
+            if name not in names:
+                hint = closest(str(name), names)
+                raise RlvrError(f"pyfunc test_templates: unknown template {name!r}"
+                                f"{f'; did you mean {hint!r}?' if hint else '.'} Templates: {', '.join(names)}.")
+        if len(set(chosen)) != len(chosen):
+            twice = sorted({name for name in chosen if chosen.count(name) > 1})
+            raise RlvrError(f"pyfunc test_templates names {', '.join(twice)} more than once.")
+        if not chosen or len(chosen) >= len(names):
+            raise RlvrError(f"pyfunc test_templates must name between 1 and {len(names) - 1} of the {len(names)} "
+                            f"templates (train keeps the rest), got {len(chosen)}.")
+        return [name for name in names if name in chosen]
 
     def load(self, split: str) -> Any:
         from datasets import Dataset
@@ -254,15 +377,30 @@ class PyFuncTask(CodeTask):
             taken = QuestionPool()
             for split in PRIORITY:
                 size = getattr(self, f"{split}_size")
-                stream = problem_stream(self.seed + _SPLIT_OFFSETS[split])
+                templates = self._templates(split)
+                stream = problem_stream(self.seed + _SPLIT_OFFSETS[split], templates)
                 candidates = (next(stream) for _ in range(size * _DRAWS_PER_ITEM))
                 try:
                     cache[split] = taken.draw(candidates, size, f"pyfunc {split} split")
                 except RlvrError as error:
                     drawn = str(error).split(";")[0]
-                    raise RlvrError(f"{drawn}; the templates hold about 1,250 distinct problems: "
-                                    "lower train_size, validation_size or test_size.") from None
+                    if not self.held_out:
+                        raise RlvrError(f"{drawn}; the templates hold about 1,250 distinct problems: "
+                                        "lower train_size, validation_size or test_size.") from None
+                    names = [t.name for t in templates]
+                    which = ("the held-out templates" if split == "test" else "the templates train and validation "
+                             "share") + f" ({len(names)})"
+                    raise RlvrError(f"{drawn}; {which} hold about {distinct_problems(names):,} distinct problems: "
+                                    f"lower {'test_size' if split == 'test' else 'train_size or validation_size'} "
+                                    f"or hold out {'more' if split == 'test' else 'fewer'} or other templates "
+                                    "(test_templates).") from None
         return cache
+
+    def _templates(self, split: str) -> list[Template]:
+        """The templates ``split`` is drawn from: all by default; the held-out ones for test, the rest otherwise."""
+        if not self.held_out:
+            return TEMPLATES
+        return [t for t in TEMPLATES if (t.name in self.held_out) == (split == "test")]
 
     def _record(self, problem: dict[str, Any], split: str, index: int) -> dict[str, Any]:
         tests = problem["test_list"]
