@@ -103,3 +103,16 @@ def test_report_of_a_partial_credit_run_shows_the_score_test_and_the_writing_ind
     page = write_report(run_dir).read_text()
     assert "mean score +0.260, paired Wilcoxon p = 0.0012" in page
     assert "0.350" in page and "0.610" in page and "keyword density" in page and "4.1%" in page and "5.2%" in page
+
+
+def test_report_shows_the_fixed_completion_baseline_of_a_task_without_one_gold_answer(run_dir):
+    evaluation = {"n": 3, "correct": 0, "accuracy": 0.0, "ci95": [0.0, 0.56]}
+    constant = {"kind": "constant completion", "accuracy": 1.0, "mean_score": 1.0, "graded": True, "judged": 2,
+                "best": "the task's reference (a <note>)", "n": 3}
+    summary = {"recipe": "r", "test": {"items": 3, "shots": None, "gain": 0.0, "gain_ci95": [-0.2, 0.2], "now_right": 0,
+                                       "now_wrong": 0, "mcnemar_p": 1.0, "constant_answer": constant,
+                                       "before": {"step": 0, **evaluation}, "after": {"step": 4, **evaluation}}}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    page = write_report(run_dir).read_text()
+    assert ("one fixed completion for every item (best of 2: the task&#x27;s reference (a &lt;note&gt;)): "
+            "100.0% full credit, score 1.00") in page

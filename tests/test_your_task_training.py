@@ -36,6 +36,9 @@ def test_file_task_with_user_checker_and_reward_trains_and_reports_a_test_verdic
     result = train(recipe(tiny_model_dir, tmp_path, "short"), quiet=True)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert result.steps == 1 and summary["test"]["items"] == 2 and "accuracy" in summary["test"]["constant_answer"]
+    constant = summary["test"]["constant_answer"]  # a checker: one fixed completion, judged by the task
+    assert constant["kind"] == "constant completion" and constant["accuracy"] is not None
+    assert any(c["source"].startswith("training rollout step 1") for c in constant["candidates"])
     assert summary["test"]["overlap"]["shared"] == {"train/validation": 0, "train/test": 0, "validation/test": 0}
     assert any("rewards/short/mean" in entry for entry in result.log_history)
 

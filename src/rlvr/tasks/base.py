@@ -27,6 +27,11 @@ run health, sample tables) asks the task; none of them names a reward:
   extracted answer and the gold to people; :attr:`Task.accuracy_name` names the
   accuracy metric; :attr:`Task.takes_shots` says whether ``shots`` (exemplars)
   is an option of the task.
+* :meth:`Task.reference_completions` gives fixed completions (a reference note, a
+  reference program, the most common gold on the answer line) that the held-out
+  verdict judges on every test item: what one fixed text earns where items have
+  no single gold answer to compare (:attr:`Task.single_gold_answer` False, or no
+  ``final_answer`` column).
 """
 
 from __future__ import annotations
@@ -110,6 +115,20 @@ class Task(abc.ABC):
     def shown_answer(self, completion: Any) -> str | None:
         """The answer a completion gives, as shown to people (None: nothing to extract)."""
         return None
+
+    @property
+    def single_gold_answer(self) -> bool:
+        """Whether a row's ``final_answer`` (where rows carry one) is the one answer to give, so that always giving
+        the train split's most common one is a baseline; False where a checker judges answers its own way."""
+        return True
+
+    def reference_completions(self) -> dict[str, str]:
+        """Fixed completions worth judging on every test item, ``{label: completion text}`` ({}: none).
+
+        The held-out verdict's constant-completion baseline judges each (beside the best training rollouts)
+        on every test item and reports the best: a reward a single fixed text maximises is a hack.
+        """
+        return {}
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
         """A row's gold, as shown to people (None: nothing to show)."""

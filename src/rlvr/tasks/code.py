@@ -174,6 +174,23 @@ class CodeTask(Task):
             return {}
         return {"sandbox status": {s: statuses.count(s) / len(statuses) for s in sorted(set(statuses))}}
 
+    def reference_completions(self) -> dict[str, str]:
+        """One fixed program in this task's completion form: the first train item's reference solution (MBPP's
+        ``code``; HumanEval, which has no train split: its first problem's), else a program returning that item's
+        tested answers (generated tasks keep no source)."""
+        if self.dataset == "humaneval":  # a base model completes the prompt's function: the body alone
+            problem = load_humaneval()[0]
+            body = problem["canonical_solution"]
+            return {f"{problem['task_id']}'s canonical solution": _fenced(problem["prompt"] + body) if self.chat else body}
+        row = self.load("train")[0]
+        code = _mbpp_code(self.data, row["id"]) if str(row["id"]).startswith("mbpp-") else None
+        label = f"{row['id']}'s reference solution"
+        if code is None:
+            code, label = program_from_asserts(row.get("test_list") or []), f"a program returning {row['id']}'s tested answers"
+        if not code:
+            return {}
+        return {label: _fenced(code) if self.chat else code}
+
     def well_formed_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
         """A program that is defined and runs earns code_execution > 0."""
         if self.judged_by not in rewards:
@@ -297,6 +314,37 @@ def mbpp_file(data: str) -> Path | None:
             return None
         path = found[0]
     return path.resolve() if path.is_file() else None
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def _mbpp_code(data: str, item_id: str) -> str | None:
+    """MBPP's reference solution of ``mbpp-<task_id>`` (None when the source has none)."""
+    task_id = item_id.removeprefix("mbpp-")
+    for row in _load_mbpp(data):
+        if str(row.get("task_id")) == task_id and isinstance(row.get("code"), str) and row["code"].strip():
+            return row["code"].replace("\r\n", "\n")
+    return None
+
+
+def program_from_asserts(tests: Sequence[str]) -> str | None:
+    """A function returning the answers ``assert name(args) == value`` lines test (None: not of that form)."""
+    import ast
+
+    name, answers = None, {}
+    try:
+        for test in tests:
+            check = ast.parse(test).body[0]
+            call, expected = check.test.left, check.test.comparators[0]
+            name = call.func.id
+            answers[repr(tuple(ast.literal_eval(a) for a in call.args))] = ast.literal_eval(expected)
+    except (SyntaxError, ValueError, TypeError, AttributeError, IndexError, RecursionError):
+        return None
+    if name is None:
+        return None
+    return f"def {name}(*args):\n    answers = {answers!r}\n    return answers.get(repr(args))\n"
 
 
 def _load_mbpp(data: str) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ from rlvr.tasks.base import TASKS, check_split
 from rlvr.tasks.prompts import check_shots
 from rlvr.tasks.splits import disjoint_rows, normalize_question
 from rlvr.verifiers.answers import Verdict, choice_letter
+from rlvr.verifiers.checker import CheckerVerifier
 from rlvr.verifiers.select import build_verifier
 
 #: Columns rlvr writes itself; fields of the user's file with these names are kept in ``record`` only.
@@ -277,6 +278,11 @@ class JsonlTask(AnswerLineTask):
         return cache["scalar"]
 
     # ----------------------------------------------------------------------------- judging
+
+    @property
+    def single_gold_answer(self) -> bool:
+        """False with the user's checker: it judges answers its own way, so matching the gold text says nothing."""
+        return not isinstance(self._verifier, CheckerVerifier)
 
     def verify(self, text: str, row: Mapping[str, Any]) -> Verdict:
         record = row.get("record")

@@ -246,14 +246,13 @@ def answers_in_line(task: Any) -> bool:
 def check_gold(task: Any, rows: Sequence[Mapping[str, Any]]) -> int | None:
     """How many rows' gold answers, written as the answer line, the task judges correct (None: not an answer-line
     task). Raises one line when fewer than :data:`GOLD_READABLE` are: the verifier cannot read the gold."""
-    from rlvr.tasks.answer_line import ANSWER_LINE
-    from rlvr.tasks.prompts import COT_LEAD
+    from rlvr.tasks.answer_line import ANSWER_LINE, gold_as_answer_line
 
     if not answers_in_line(task):
         return None
     golds = [task.shown_gold(row) for row in rows]
     usable = [(row, gold) for row, gold in zip(rows, golds, strict=True) if gold is not None]
-    outcomes = task.judge([f"{COT_LEAD}\n{ANSWER_LINE} {gold}\n" for _, gold in usable], [row for row, _ in usable])
+    outcomes = task.judge([gold_as_answer_line(gold) for _, gold in usable], [row for row, _ in usable])
     read = sum(o.correct for o in outcomes)
     if read < GOLD_READABLE * len(rows):
         first = next(((row, gold) for (row, gold), o in zip(usable, outcomes, strict=True) if not o.correct), None)

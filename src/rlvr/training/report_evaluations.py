@@ -17,7 +17,9 @@ import html
 from pathlib import Path
 from typing import Any
 
+from rlvr.evaluation.baselines import FIXED_COMPLETION
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts
+from rlvr.training.verdict import constant_line
 from rlvr.verifiers.keywords import WRITING_INDICATORS
 
 CHANGED_SHOWN = 3
@@ -82,7 +84,9 @@ def _verdict_table(test: dict[str, Any]) -> str:
     if "score_gain" in test:
         facts.append(f"mean score {test['score_gain']:+.3f}, paired Wilcoxon p = {test['score_wilcoxon_p']:.3g}")
     constant = test.get("constant_answer") or {}
-    if isinstance(constant.get("accuracy"), (int, float)):
+    if constant.get("kind") == FIXED_COMPLETION:  # one fixed completion judged on every item (no single gold answer)
+        facts.append(_e(constant_line(constant)))
+    elif isinstance(constant.get("accuracy"), (int, float)):
         facts.append(f"always answering {_e(repr(constant.get('answer')))}: {constant['accuracy']:.1%}")
     return f"<table>{''.join(lines)}</table><p>{'; '.join(facts)}.</p>"
 

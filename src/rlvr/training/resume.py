@@ -3,7 +3,8 @@
 A run killed with SIGKILL leaves its checkpoints and nothing else: its MLflow run stays RUNNING,
 the held-out evaluation of step 0 lives only in the dead process, and so does the time spent.
 :class:`RunState` writes, with every checkpoint (``checkpoint-N/rlvr_state.json``), the training
-seconds so far, the evaluations so far (with their per-item verdicts) and the MLflow run id; and
+seconds so far, the evaluations so far (with their per-item verdicts), the best-rewarded training completions
+(the verdict's constant-completion candidates) and the MLflow run id; and
 at the start of training ``rlvr_run.json`` in the output directory names the MLflow run.
 
 ``rlvr train --resume`` reads them back: the MLflow run of the checkpoint continues (same run id,
@@ -151,12 +152,18 @@ class RunState(TrainerCallback):
                 "seconds": self.seconds(),
                 "evaluations": EvalCallback.results_of(self.trainer),
                 "test_evaluations": EvalCallback.results_of(self.trainer, "verdict"),  # the verdict's step-0 baseline
+                "top_completions": _top_completions(self.trainer),  # the verdict's constant-completion candidates
                 "mlflow_run_id": _active_run_id(),
                 "files": file_sizes(checkpoint),
             })
         rotate = getattr(self.trainer, "rotate_checkpoints", None)
         if rotate is not None:
             rotate()  # only now may older checkpoints go: the newest is complete
+
+
+def _top_completions(trainer: Any) -> list[dict[str, Any]]:
+    kept = getattr(trainer, "top_completions", None)
+    return kept.to_json() if kept is not None else []
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -191,7 +198,8 @@ def continuing(recipe: Any, output_dir: Path, checkpoint: Path | None) -> Iterat
 
 
 def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | None) -> RunState:
-    """Add the :class:`RunState` callback and give the evaluation callback the evaluations restored."""
+    """Add the :class:`RunState` callback; give the evaluation callbacks the evaluations restored and the trainer
+    the best training rollouts restored."""
     from rlvr.training.evaluation import EvalCallback
     from rlvr.training.tracking import tracking_uri
 
@@ -199,6 +207,10 @@ def attach(trainer: Any, recipe: Any, restored: dict[str, Any], orphan: str | No
         if isinstance(callback, EvalCallback):
             key = "test_evaluations" if callback.role == "verdict" else "evaluations"
             callback.evaluations = list(restored.get(key, []))
+    if hasattr(trainer, "top_completions"):  # the best training rollouts seen up to the checkpoint
+        from rlvr.training.top_completions import TopCompletions
+
+        trainer.top_completions = TopCompletions.from_json(restored.get("top_completions"))
     state = RunState(trainer, recipe.output_dir, restored, orphan, tracking_uri(recipe.run.tracking_uri))
     # Right after MLflow's callback (which starts the run at train begin) and before the evaluations of step 0:
     # a kill during those must still find the MLflow run named in rlvr_run.json, to close it.

@@ -88,6 +88,7 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     result.shared_prompt = trainer.shared_prompt.summary()
     result.overlap = trainer.rlvr_overlap
     result.test = test_verdict(trainer, result.overlap)
+    log_constant_baseline(trainer, output_dir, result.test)
     result.kept_best = KeepBest.of(trainer)
     result.probe = probed
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
@@ -97,18 +98,48 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
 
 def test_verdict(trainer: Any, overlap: dict[str, Any]) -> dict[str, Any] | None:
     """The before/after verdict of the test evaluation (None without ``run.test_items``)."""
-    from rlvr.evaluation.baselines import constant_answer_accuracy
     from rlvr.training.evaluation import EvalCallback
     from rlvr.training.verdict import verdict
 
     callback = EvalCallback.of(trainer, "verdict")
     if callback is None or len(callback.evaluations) < 2:
         return None
-    if "final_answer" in callback.items.column_names:
-        baseline = constant_answer_accuracy(callback.task.load("train")["final_answer"], callback.items["final_answer"])
+    if trainer.accelerator.is_main_process:  # the one that writes the summary; judging (code: the sandbox) once
+        baseline = constant_baseline(callback.task, callback.items, getattr(trainer, "top_completions", None))
     else:
-        baseline = {"answer": None, "accuracy": None, "note": "the task has no single final answer per item"}
+        baseline = {"answer": None, "accuracy": None, "note": "judged on the main process"}
     return verdict(callback.evaluations[0], callback.evaluations[-1], baseline, overlap)
+
+
+def constant_baseline(task: Any, items: Any, top_completions: Any = None) -> dict[str, Any]:
+    """What one answer for every test item earns: the train split's most common answer where each item has one
+    gold answer (``final_answer``); else the best of a few fixed completions judged by the task (the top training
+    rollouts in ``top_completions``, the task's references)."""
+    from rlvr.evaluation.baselines import (
+        constant_answer_accuracy,
+        constant_completion_baseline,
+        reference_candidates,
+    )
+
+    if "final_answer" in items.column_names and task.single_gold_answer:
+        return constant_answer_accuracy(task.load("train")["final_answer"], items["final_answer"])
+    rollouts = top_completions.candidates() if top_completions is not None else []
+    return constant_completion_baseline(task, list(items), rollouts + reference_candidates(task))
+
+
+def log_constant_baseline(trainer: Any, output_dir: Path, test: dict[str, Any] | None) -> None:
+    """The verdict's constant baseline as MLflow metrics of the run (``test/constant_accuracy``, and
+    ``test/constant_score`` where items earn partial credit), at the last step; the run has ended by now."""
+    if not test or "mlflow" not in (trainer.args.report_to or []) or not trainer.accelerator.is_main_process:
+        return
+    from rlvr.training.resume import previous_run_id
+    from rlvr.training.tracking import log_after_run
+
+    constant = test.get("constant_answer") or {}
+    metrics = {"test/constant_accuracy": constant.get("accuracy")}
+    if constant.get("graded"):
+        metrics["test/constant_score"] = constant.get("mean_score")
+    log_after_run(previous_run_id(output_dir), metrics, trainer.state.global_step)
 
 
 def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:

@@ -1,9 +1,12 @@
-"""Where MLflow writes: the recipe's ``run.tracking_uri`` as an MLflow URI (shared by training and resuming)."""
+"""Where MLflow writes: the recipe's ``run.tracking_uri`` as an MLflow URI (shared by training and resuming); metrics
+logged to a run after its trainer ended it."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 
 def tracking_uri(value: str) -> str:
@@ -15,3 +18,19 @@ def tracking_uri(value: str) -> str:
         return f"sqlite:///{path}"
     os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     return path.as_uri()
+
+
+def log_after_run(run_id: str | None, metrics: dict[str, Any], step: int) -> None:
+    """Log ``metrics`` (None values left out) to the MLflow run ``run_id`` (``MLFLOW_TRACKING_URI``'s store), which
+    the trainer has ended; a failure is one warning line, never the run's end."""
+    values = {name: float(value) for name, value in metrics.items() if isinstance(value, (int, float))}
+    if not run_id or not values:
+        return
+    try:
+        import mlflow
+
+        client = mlflow.MlflowClient()
+        for name, value in values.items():
+            client.log_metric(run_id, name, value, step=step)
+    except Exception as error:  # another store, a deleted run: the summary still has the numbers
+        print(f"rlvr: warning: could not log {', '.join(values)} to MLflow: {error}"[:300], file=sys.stderr, flush=True)

@@ -46,6 +46,7 @@ from rlvr.training.shared_prompt import (
     has_active_dropout,
     shared_token_logps,
 )
+from rlvr.training.top_completions import TopCompletions
 from rlvr.training.trl_compat import TrlHooks
 
 
@@ -93,6 +94,7 @@ class RlvrGRPOTrainer(TrlHooks):
         self._timings: dict[str, float] = defaultdict(float)
         self._scored: torch.Tensor | None = None
         self._resample_rng = random.Random(self.args.seed)
+        self.top_completions = TopCompletions()  # the best-rewarded rollouts: the verdict's constant-completion candidates
 
     # --- which path: shared prompt or TRL's per-row one --------------------------------------------------------
 
@@ -351,6 +353,8 @@ class RlvrGRPOTrainer(TrlHooks):
             return batch
         size = self.num_generations
         rows = self._scored_rows()
+        step = self.state.global_step + 1
+        self.top_completions.offer(rows, step)  # every process's rows (rewards and completions are gathered)
         zero = zero_variance_groups(self._total_rewards(), size)
         share_before = zero.float().mean().item()
         mode = self.controls.zero_variance_groups
@@ -377,7 +381,7 @@ class RlvrGRPOTrainer(TrlHooks):
         for row, advantage, drop in zip(rows, advantages.tolist(), dropped_rows.tolist(), strict=True):
             row["advantage"] = advantage
             row["dropped"] = bool(drop)
-        self.last_batch = {"step": self.state.global_step + 1, "rows": rows, "advantages": advantages.tolist()}
+        self.last_batch = {"step": step, "rows": rows, "advantages": advantages.tolist()}
         return batch
 
     def _total_rewards(self) -> torch.Tensor:
@@ -409,6 +413,7 @@ class RlvrGRPOTrainer(TrlHooks):
                 break
             fresh = self.trl_rollout(self, self._fresh_inputs(len(todo)))
             fresh_rows = self._scored_rows()
+            self.top_completions.offer(fresh_rows, self.state.global_step + 1)
             useful = (~zero_variance_groups(self._total_rewards(), size)).nonzero().flatten().tolist()
             pairs = list(zip(todo, useful, strict=False))
             if not pairs:

@@ -4,7 +4,9 @@ Built from the test-split evaluations before and after training (the same
 items, the training prompt, greedy): the accuracy gain with its 95% interval
 (Newcombe, paired), the exact McNemar p, the format rate before and after (a
 gain in format is not a gain in answers), the accuracy of always giving the
-train split's most common answer (a gain up to it needs no skill), and the
+train split's most common answer (a gain up to it needs no skill; where items
+have no single gold answer, the best of a few fixed completions judged by the
+task on every item: :mod:`rlvr.evaluation.baselines`), and the
 train/test overlap that was checked. ``rlvr train`` prints it as its headline
 and writes it to ``summary.json`` under ``test``.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlvr.evaluation.baselines import FIXED_COMPLETION
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval, paired_score_test
 from rlvr.verifiers.keywords import WRITING_INDICATORS
 
@@ -82,9 +85,29 @@ def headline(v: dict[str, Any]) -> str:
         lines.append(f"  score     {before['mean_score']:.3f} -> {after['mean_score']:.3f} (mean per item, {v['score_gain']:+.3f};"
                      f" paired Wilcoxon p = {v['score_wilcoxon_p']:.2g})")
     lines += _indicator_lines(before.get("breakdown") or {}, after.get("breakdown") or {})
-    if constant.get("accuracy") is not None:
-        lines.append(f"  always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}")
+    baseline = constant_line(constant)
+    if baseline:
+        lines.append(f"  {baseline}")
     return "\n".join(lines)
+
+
+def constant_line(constant: dict[str, Any]) -> str | None:
+    """The constant baseline in one line: the most common answer's accuracy, or the best fixed completion's
+    full-credit share and score (None where there is none to show, e.g. an older summary's)."""
+    if constant.get("kind") == FIXED_COMPLETION:
+        return _fixed_completion_line(constant)
+    if constant.get("accuracy") is None:
+        return None
+    return f"always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}"
+
+
+def _fixed_completion_line(constant: dict[str, Any]) -> str:
+    if constant.get("accuracy") is None:
+        return f"one fixed completion for every item: {constant.get('note', 'none judged')}"
+    step = f", step {constant['best_step']}" if constant.get("best_step") is not None else ""
+    score = f", score {constant['mean_score']:.2f}" if constant.get("graded") else ""
+    return (f"one fixed completion for every item (best of {constant.get('judged', '?')}: {constant.get('best')}{step}): "
+            f"{constant['accuracy']:.1%} full credit{score}")
 
 
 def _indicator_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
