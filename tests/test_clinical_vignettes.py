@@ -86,7 +86,7 @@ def test_no_prompt_repeats_a_handwritten_one(rows):
 
 def test_rows_have_their_fields_and_unique_ids(rows, conditions):
     for row in rows:
-        assert set(row) == {"id", "specialty", "condition", "prompt"}
+        assert set(row) == {"id", "specialty", "condition", "prompt", "findings"}
         assert row["id"].startswith(f"gen-{row['condition']}-")
         assert row["specialty"] == conditions[row["condition"]].specialty
     assert len({row["id"] for row in rows}) == len(rows)

@@ -14,7 +14,7 @@ import pytest
 from rlvr.fuzz import MB, adversarial_texts, parsers, time_parsers
 
 LIMIT = 30.0
-SLOW = ("keywords.judge", "sentences.split_units")
+SLOW = ("keywords.judge", "keywords.judge_per_item", "sentences.split_units")
 TARGETS = parsers()
 
 

@@ -13,6 +13,11 @@ configured reward functions and flags
   push towards it when the model cannot solve a problem), and
 * a hack that earns at least as much as the honest *correct* answer: an
   exploit, which makes ``rlvr reward audit`` exit non-zero.
+
+The ``keywords`` task's per-item check (task option ``per_item``) is audited with
+:func:`keyword_item_probes`: the keyword probes plus notes that name the wrong
+condition, several conditions, or give every vignette the same good note for
+another condition, around one real vignette's ``condition`` and ``findings``.
 """
 
 from __future__ import annotations
@@ -155,6 +160,31 @@ KEYWORD_PROBES = (
     Probe("too_short", "hack", "Pneumonia: treat with antibiotics and review in two days.", "one terse line"),
 )
 
+# Per-item probes (keywords task, per_item: true): the vignette is a community-acquired pneumonia, and each of these
+# would earn full credit from the rubric alone.
+ITEM_CONDITION = "community-acquired-pneumonia"
+#: A full-credit note for another condition (an acute coronary syndrome): the one note a policy could give every vignette.
+FIXED_NOTE = (
+    "This man's crushing central chest pain, sweating and ST elevation on his ECG make an acute coronary syndrome the "
+    "most likely diagnosis, so I would start treatment with aspirin and arrange urgent angioplasty. His blood pressure "
+    "and heart rate are stable at present. I would monitor him on the coronary care unit and review his response to "
+    "treatment with a repeat ECG and troponin."
+)
+KEYWORD_ITEM_PROBES = (
+    Probe("wrong_diagnosis", "hack",
+          _CLINICAL.replace("community-acquired pneumonia", "a pulmonary embolism")
+          .replace("oral amoxicillin for five days", "apixaban for three months")
+          .replace("to the antibiotic", "to the medication"),
+          "an honest, well-written note that names the wrong condition"),
+    Probe("several_diagnoses", "hack",
+          _CLINICAL.replace("community-acquired pneumonia the most likely diagnosis",
+                            "community-acquired pneumonia, pulmonary embolism, heart failure or an exacerbation of COPD "
+                            "the possible diagnoses"),
+          "the right condition among three others, as possibilities"),
+    Probe("fixed_generic_note", "hack", FIXED_NOTE,
+          "a full-credit note for another condition (acute coronary syndrome), the same for every vignette"),
+)
+
 PROBE_SETS: dict[str, ProbeSet] = {
     "gsm8k": ProbeSet(
         "gsm8k", ("format", "correctness"),
@@ -167,6 +197,22 @@ PROBE_SETS: dict[str, ProbeSet] = {
         hint="e.g. semantic: {enabled: true} in the rubric (needs rlvr[semantic]), or patterns tying the groups together",
     ),
 }
+
+
+def keyword_item_probes(columns: dict[str, Any] | None = None) -> ProbeSet:
+    """The keyword probes and :data:`KEYWORD_ITEM_PROBES` for a reward with the per-item check, around ``columns``
+    (a row of a community-acquired pneumonia vignette: ``question``, ``condition``, ``findings``, ``rubric``);
+    None: the probes' own vignette, its findings read from its text."""
+    if columns is None:
+        from rlvr.verifiers.conditions import findings_in
+
+        columns = {"question": _VIGNETTE, "rubric": "", "condition": ITEM_CONDITION,
+                   "findings": findings_in(_VIGNETTE, ITEM_CONDITION)}
+    return ProbeSet(
+        "keywords", ("keywords",), dict(columns), KEYWORD_PROBES + KEYWORD_ITEM_PROBES,
+        hint=PROBE_SETS["keywords"].hint + "; a fluent note naming the wrong condition keeps the rubric's other groups, "
+             "only full credit needs the right one",
+    )
 
 
 @dataclass

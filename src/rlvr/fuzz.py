@@ -83,12 +83,15 @@ def _math_targets() -> dict[str, Callable[[str], object]]:
 
 
 def _keyword_targets() -> dict[str, Callable[[str], object]]:
+    from rlvr.verifiers.conditions import make_item
     from rlvr.verifiers.keyword_rubric import load_rubric
     from rlvr.verifiers.keywords import judge
     from rlvr.verifiers.sentences import split_units
 
     rubric = load_rubric()
-    return {"keywords.judge": lambda text: judge(text, rubric, semantic=False), "sentences.split_units": split_units}
+    item = make_item("community-acquired-pneumonia", None, "Fever, a productive cough and crackles at the right base.")
+    return {"keywords.judge": lambda text: judge(text, rubric, semantic=False), "sentences.split_units": split_units,
+            "keywords.judge_per_item": lambda text: judge(text, rubric, semantic=False, item=item)}
 
 
 def _stop_targets() -> dict[str, Callable[[str], object]]:

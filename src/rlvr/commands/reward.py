@@ -151,6 +151,8 @@ def run_audit(args: argparse.Namespace) -> int:
                       f"use {own}; audit that rubric with your own honest and hacked completions "
                       f"(rlvr reward score --task keywords --rubric {own}).\n")
                 continue
+            if any(spec["name"] == "keywords" and spec.get("per_item") for spec in specs):
+                probe_set = _keyword_item_probes(recipe)
         missing = sorted({spec["name"] for spec in specs if not _available(spec["name"])})
         if missing:
             print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
@@ -228,7 +230,8 @@ def _default_rewards(name: str, probe_set: Any, tasks: Any) -> list[dict[str, An
 
 
 def _with_task_rubric(specs: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:
-    """``keywords`` specs with the task's ``rubric`` and ``semantic`` options filled in, as training builds them."""
+    """``keywords`` specs with the task's ``rubric``, ``semantic`` and ``per_item`` options filled in, as training
+    builds them."""
     filled = []
     for spec in specs:
         spec = dict(spec)
@@ -236,8 +239,26 @@ def _with_task_rubric(specs: list[dict[str, Any]], options: dict[str, Any]) -> l
             for key in ("rubric", "semantic"):
                 if spec.get(key) is None and options.get(key) is not None:
                     spec[key] = options[key]
+            if options.get("per_item") and spec.get("per_item") is None:
+                spec["per_item"] = True
         filled.append(spec)
     return filled
+
+
+def _keyword_item_probes(recipe: Any) -> Any:
+    """The per-item keyword probes around a real community-acquired pneumonia vignette of the recipe's prompts (its
+    ``condition`` and ``findings`` columns as training reads them); the probes' own vignette when there is none."""
+    from rlvr.audit import ITEM_CONDITION, keyword_item_probes
+    from rlvr.tasks import get_task
+
+    options = dict(recipe.task_options) if recipe is not None and recipe.task_name == "keywords" else {}
+    task = get_task("keywords", {**options, "per_item": True, "limit": None})
+    for split in ("test", "validation", "train"):
+        for row in task.load(split):
+            if row["condition"] == ITEM_CONDITION:
+                print(f"per-item probes around {split} vignette {row['id']} (findings: {', '.join(row['findings'])})")
+                return keyword_item_probes({key: row[key] for key in ("question", "rubric", "condition", "findings")})
+    return keyword_item_probes()
 
 
 def _custom_rubric(specs: list[dict[str, Any]]) -> str | None:

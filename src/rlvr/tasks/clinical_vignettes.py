@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.verifiers.conditions import findings_in
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "keywords"
 CONDITIONS_PATH = DATA / "conditions.yaml"
@@ -242,9 +243,11 @@ def _condition_prompts(condition: Condition, seed: int, taken: set[str]) -> list
 def generate_vignettes(count: int | None = None, seed: int = 0) -> list[dict[str, str]]:
     """``count`` templated vignettes (None: all), the same for the same seed.
 
-    Rows are ``{"id", "specialty", "condition", "prompt"}``, interleaved across
-    conditions in a seeded order, so any prefix of ``len(conditions)`` rows covers
-    every condition once.
+    Rows are ``{"id", "specialty", "condition", "prompt", "findings"}``, interleaved
+    across conditions in a seeded order, so any prefix of ``len(conditions)`` rows
+    covers every condition once. ``findings`` lists the condition's key findings
+    (``key_findings`` in the table) that the vignette states, for the per-item check
+    of the ``keywords`` task.
     """
     conditions = load_conditions()
     total = PER_CONDITION * len(conditions)
@@ -262,6 +265,7 @@ def generate_vignettes(count: int | None = None, seed: int = 0) -> list[dict[str
                     "specialty": condition.specialty,
                     "condition": condition.name,
                     "prompt": prompts[condition.name][number],
+                    "findings": findings_in(prompts[condition.name][number], condition.name),
                 }
             )
     return rows if count is None else rows[:count]

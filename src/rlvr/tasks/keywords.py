@@ -16,6 +16,14 @@ Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
 ``test_prompts`` names a second prompts file (``builtin``: the 48 hand-written
 vignettes) that is the test split, whole; prompts sharing its text are then
 dropped from train and validation.
+
+``per_item: true`` makes full credit also depend on the vignette: the note must
+name the row's condition (a ``condition`` field: a slug of the condition table,
+``rlvr/data/keywords/conditions.yaml``; generated vignettes and most hand-written
+ones carry one), name no other condition of the table, and cite one of the
+vignette's key findings (see :mod:`rlvr.verifiers.conditions`). Rows then carry
+``condition`` and ``findings`` columns, which the reward and the judge read; a row
+without a condition is judged by the rubric alone.
 """
 
 from __future__ import annotations
@@ -29,15 +37,18 @@ from typing import Any
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import RewardFunc
-from rlvr.rewards.keywords import judge_completion, rubric_for
+from rlvr.rewards.keywords import item_of, judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
 from rlvr.tasks.splits import disjoint_rows
+from rlvr.verifiers.conditions import findings_in, known_condition, load_table
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
 from rlvr.verifiers.keywords import WRITING_INDICATORS, Judgement
 
 BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
 #: ``prompts`` / ``test_prompts`` values naming the built-in sets rather than a file.
 BUILTIN, GENERATED = "builtin", "generated"
+#: The breakdown table of the per-item check (shares of the completions it judged).
+PER_ITEM = "per-item diagnosis check (share of completions)"
 
 
 @TASKS.register("keywords")
@@ -60,6 +71,9 @@ class KeywordsTask(Task):
     test_fraction: float = 0.2
     #: Keep only the first N rows of a split (None: all).
     limit: int | None = None
+    #: The per-item check: full credit also needs the row's condition named (and no other) and a vignette finding
+    #: cited; rows carry ``condition`` and ``findings`` columns. False: the rubric alone, the same for every row.
+    per_item: bool = False
 
     name = "keywords"
     default_rewards = [{"name": "keywords", "weight": 1.0}]
@@ -108,6 +122,11 @@ class KeywordsTask(Task):
             if spec.get("name") == "keywords":
                 spec.setdefault("rubric", self.rubric)
                 spec.setdefault("semantic", self.semantic)
+                if self.per_item:
+                    spec.setdefault("per_item", True)
+                elif spec.get("per_item"):
+                    raise RlvrError("reward keywords: per_item reads the condition and findings columns that the "
+                                    "keywords task adds with its own per_item option; set task.per_item: true.")
         return super().reward_functions(specs)
 
     def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,
@@ -118,7 +137,8 @@ class KeywordsTask(Task):
         default = self.default_rubric()
         results = []
         for record in records:
-            judgement = judge_completion(record.get("completion", ""), rubric_for(record.get("rubric"), default), self.semantic)
+            judgement = judge_completion(record.get("completion", ""), rubric_for(record.get("rubric"), default), self.semantic,
+                                         item_of(record) if self.per_item else None)
             results.append({"reward": judgement.score, "explanation": judgement.explanation()})
         return results
 
@@ -133,12 +153,12 @@ class KeywordsTask(Task):
         outcomes = []
         for completion, row in zip(completions, rows, strict=True):
             rubric = rubric_for(row.get("rubric"), default)
-            judgement = judge_completion(completion, rubric, self.semantic)
+            judgement = judge_completion(completion, rubric, self.semantic, item_of(row) if self.per_item else None)
             outcomes.append(Outcome(
                 correct=judgement.score >= FULL_CREDIT,
                 score=judgement.score,
                 answer=_groups_shown(judgement),
-                gold=f"rubric {rubric.name}",
+                gold=_gold(rubric, row, self.per_item),
                 details=judgement.explanation(),
             ))
         return outcomes
@@ -157,13 +177,31 @@ class KeywordsTask(Task):
             tables["rubric group coverage"] = {name: sum(v) / len(v) for name, v in groups.items()}
         if penalties:
             tables["penalised (share of completions)"] = {name: sum(v) / len(details) for name, v in penalties.items()}
+        checked = [detail["per_item"] for detail in details if detail.get("per_item")]
+        if checked:
+            tables[PER_ITEM] = {
+                "diagnosis named correctly": sum(bool(c.get("diagnosis_correct")) for c in checked) / len(checked),
+                "vignette's condition named": sum(bool(c.get("condition_named")) for c in checked) / len(checked),
+                "another condition named": sum(bool(c.get("other_conditions")) for c in checked) / len(checked),
+                "cites a vignette finding": sum(bool(c.get("findings_cited")) for c in checked) / len(checked),
+            }
         indicators = _mean_indicators(details)
         if indicators:
             tables[WRITING_INDICATORS] = indicators
         return tables
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
-        return f"rubric {rubric_for(row.get('rubric'), self.default_rubric()).name}"
+        return _gold(rubric_for(row.get("rubric"), self.default_rubric()), row, self.per_item)
+
+    def reference_completions(self) -> dict[str, str]:
+        """The hand-written clinical note of ``rlvr reward audit`` (full credit under the built-in medical rubric);
+        none for the user's own rubric, which it was not written for."""
+        if self.rubric is not None:
+            return {}
+        from rlvr.audit import HONEST_CORRECT, KEYWORD_PROBES
+
+        note = next(probe.completion for probe in KEYWORD_PROBES if probe.kind == HONEST_CORRECT)
+        return {"the audit's hand-written full-credit note": note}
 
     def _record(self, index: int, row: dict[str, Any]) -> dict[str, Any]:
         own = row.get("rubric") or ""
@@ -171,12 +209,15 @@ class KeywordsTask(Task):
         text = str(row["prompt"]).strip()
         if rubric.instructions:
             text = f"{text}\n\n{rubric.instructions}"
-        return {
+        record = {
             "id": str(row.get("id") or f"keywords-{index}"),
             "prompt": [{"role": "user", "content": text}] if self.chat else f"{text}\n\nAnswer:\n",
             "question": str(row["prompt"]).strip(),
             "rubric": own,
         }
+        if self.per_item:
+            record.update(_item_columns(row, record["id"]))
+        return record
 
     def _source(self, prompts: str | None) -> list[dict[str, Any]]:
         """The rows of a prompts source: None or "builtin" (the 48 vignettes), "generated", or a JSONL path."""
@@ -214,6 +255,29 @@ def _read_prompts(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _gold(rubric: Rubric, row: Mapping[str, Any], per_item: bool) -> str:
+    """``rubric NAME``, and with the per-item check the row's condition."""
+    condition = row.get("condition") if per_item else None
+    return f"rubric {rubric.name}; condition {condition}" if isinstance(condition, str) and condition else f"rubric {rubric.name}"
+
+
+def _item_columns(row: Mapping[str, Any], row_id: str) -> dict[str, Any]:
+    """The per-item check's columns of a prompts row: ``condition`` ("" when none) and ``findings`` (a list of
+    key-finding labels: the row's own, else those its vignette states)."""
+    condition = row.get("condition")
+    if not isinstance(condition, str) or not condition.strip():
+        return {"condition": "", "findings": []}
+    condition = condition.strip()
+    if not known_condition(condition):
+        from rlvr.registry import unknown_name_message
+
+        raise RlvrError(f"keywords prompt {row_id}: {unknown_name_message('condition', condition, list(load_table().conditions))}")
+    findings = row.get("findings")
+    if not isinstance(findings, list):
+        findings = findings_in(str(row["prompt"]), condition)
+    return {"condition": condition, "findings": [str(finding) for finding in findings]}
+
+
 def _take(order: list[int], fraction: float, total: int) -> tuple[list[int], list[int]]:
     """The first ``fraction`` of ``total`` (at least one) from ``order``, and the rest."""
     count = max(1, round(total * fraction))
@@ -231,8 +295,14 @@ def _mean_indicators(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def _groups_shown(judgement: Judgement) -> str:
-    """The rubric groups a completion covers, e.g. ``covered 2/3: diagnosis, treatment (missing: follow_up)``."""
+    """The rubric groups a completion covers, e.g. ``covered 2/3: diagnosis, treatment (missing: follow_up)``, and
+    with the per-item check the conditions it names (``names pneumonia``)."""
     covered = [name for name, verdict in judgement.groups.items() if verdict["covered"]]
     missing = [name for name, verdict in judgement.groups.items() if not verdict["covered"]]
     text = f"covered {len(covered)}/{len(judgement.groups)}: {', '.join(covered) or 'none'}"
-    return f"{text} (missing: {', '.join(missing)})" if missing else text
+    text = f"{text} (missing: {', '.join(missing)})" if missing else text
+    check = judgement.per_item
+    if check is not None:
+        named = ([check["condition"]] if check["condition_named"] else []) + list(check["other_conditions"])
+        text += f"; names {', '.join(named) or 'no condition of the table'}"
+    return text

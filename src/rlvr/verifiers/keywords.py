@@ -14,6 +14,12 @@ with the semantic check on, in a sentence close in meaning to the group's
 description. Each penalty is a factor in [0, 1] aimed at one exploit; see
 ``docs/keyword-rewards.md``.
 
+With an ``item`` (the per-item check, :mod:`rlvr.verifiers.conditions`), two requirements join the rubric's
+groups: the ``diagnosis`` group counts as covered only when the note names the vignette's condition in a
+sentence and no other condition of the table (added as a group of its own when the rubric has none), and a
+``findings`` group is covered when a sentence cites one of the vignette's key findings (always, when the
+vignette has none). The explanation's ``per_item`` entry says what was named and cited.
+
 Work is capped: only the first :data:`MAX_ANALYSED_CHARS` characters are read
 for mentions (the length penalty still counts every word), and at most
 :data:`MAX_MENTIONS` mentions are collected.
@@ -25,6 +31,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.verifiers.conditions import Item, check
 from rlvr.verifiers.keyword_rubric import WORD, Rubric
 from rlvr.verifiers.sentences import Unit, comma_run_words, is_negated, sentence_problem, split_units
 
@@ -32,6 +39,8 @@ MAX_ANALYSED_CHARS = 100_000
 #: The breakdown table (and report rows) averaging :func:`writing_indicators` over completions.
 WRITING_INDICATORS = "writing indicators (mean per completion)"
 MAX_MENTIONS = 5_000
+#: The rubric group the per-item check gates on the vignette's condition, and the group it adds for findings.
+DIAGNOSIS, FINDINGS = "diagnosis", "findings"
 _EVIDENCE_CHARS = 200
 
 
@@ -71,10 +80,12 @@ class Judgement:
     notes: list[str] = field(default_factory=list)
     #: How the text is written, apart from the score (see :func:`writing_indicators`).
     indicators: dict[str, float | None] = field(default_factory=dict)
+    #: The per-item check's verdict (:meth:`rlvr.verifiers.conditions.Check.explanation`); None without an item.
+    per_item: dict[str, Any] | None = None
 
     def explanation(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): the score, its base, every group, pattern and penalty."""
-        return {
+        """Plain data (JSON-ready): the score, its base, every group, pattern and penalty (and the per-item check)."""
+        explained = {
             "score": self.score,
             "summary": self.summary(),
             "base": self.base,
@@ -87,6 +98,9 @@ class Judgement:
             "semantic_check": self.semantic,
             "indicators": self.indicators,
         }
+        if self.per_item is not None:
+            explained["per_item"] = self.per_item
+        return explained
 
     def summary(self) -> str:
         covered = sum(g["covered"] for g in self.groups.values())
@@ -97,8 +111,9 @@ class Judgement:
         return " x ".join(parts)
 
 
-def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
-    """Score ``text`` against ``rubric``; ``semantic`` overrides the rubric's semantic setting."""
+def judge(text: str, rubric: Rubric, semantic: bool | None = None, item: Item | None = None) -> Judgement:
+    """Score ``text`` against ``rubric``; ``semantic`` overrides the rubric's semantic setting; ``item`` adds the
+    per-item check of the vignette's condition and findings (see the module docstring)."""
     text = text if isinstance(text, str) else ""
     use_semantic = rubric.semantic_enabled if semantic is None else semantic
     total_words = sum(1 for _ in WORD.finditer(text))
@@ -108,6 +123,7 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
     if use_semantic:
         _semantic_check(mentions, units, rubric)
     groups = _group_verdicts(mentions, units, rubric, use_semantic)
+    per_item = _per_item(groups, units, problems, item) if item is not None else None
     patterns = _pattern_verdicts(mentions, units, problems, rubric)
     base = _base(groups, patterns, rubric)
     analysed_words = sum(len(u.words) for u in units)
@@ -128,7 +144,33 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None) -> Judgement:
         truncated=len(text) > MAX_ANALYSED_CHARS,
         semantic=use_semantic,
         indicators=indicators,
+        per_item=per_item,
     )
+
+
+def _per_item(groups: dict[str, dict[str, Any]], units: list[Unit], problems: list[str | None], item: Item) -> dict[str, Any]:
+    """Gate the ``diagnosis`` group on the vignette's condition and add the ``findings`` group (in place)."""
+    verdict = check(units, [problem is None for problem in problems], item)
+    diagnosis = groups.setdefault(DIAGNOSIS, {"covered": True, "mentions": 0, "counted": 0, "terms": []})
+    covered_by_terms = diagnosis["covered"]
+    diagnosis["covered"] = covered_by_terms and verdict.correct
+    diagnosis["condition_named"] = verdict.named
+    if verdict.evidence:
+        diagnosis["condition_evidence"] = verdict.evidence
+    diagnosis["other_conditions"] = verdict.others
+    if covered_by_terms and not verdict.correct:
+        diagnosis["not_counted_because"] = (
+            f"names another condition: {', '.join(verdict.others)}" if verdict.others
+            else f"does not name the vignette's condition ({item.condition}) in a sentence"
+        )
+    findings = groups.setdefault(FINDINGS, {})
+    findings.update(covered=findings.get("covered", True) and verdict.cites_findings, cited=verdict.cited,
+                    expected=verdict.findings)
+    if verdict.finding_evidence:
+        findings["evidence"] = verdict.finding_evidence
+    elif verdict.findings:
+        findings["not_counted_because"] = "no sentence cites a finding of the vignette"
+    return verdict.explanation()
 
 
 def writing_indicators(mentions: list[Mention], units: list[Unit]) -> dict[str, float | None]:
