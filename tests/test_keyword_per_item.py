@@ -267,6 +267,29 @@ def test_the_judge_and_breakdown_report_the_diagnosis_named_correctly():
     assert table["diagnosis named correctly"] == 0.5 and table["cites a vignette finding"] == 1.0
 
 
+def test_the_verdict_tests_the_diagnosis_named_correctly_item_by_item():
+    from rlvr.training.verdict import headline, verdict
+
+    task = get_task("keywords", {"per_item": True})
+    rows = [{"question": VIGNETTE, "condition": PNEUMONIA, "findings": ["crackles"], "rubric": ""}] * 3
+
+    def evaluation(notes):
+        outcomes = task.judge(notes, rows)
+        return {"n": 3, "accuracy": 0.0, "ci95": [0, 1], "format_rate": None,
+                "verdicts": {str(i): o.correct for i, o in enumerate(outcomes)},
+                "flags": {str(i): task.item_flags(o.details) for i, o in enumerate(outcomes)}}
+
+    wrong, right = note("a pulmonary embolism"), note("community-acquired pneumonia")
+    result = verdict(evaluation([wrong, wrong, right]), evaluation([right, right, wrong]), {}, {})
+    flag = result["flags"]["diagnosis named correctly"]
+    assert (flag["now_yes"], flag["now_no"], round(flag["after"], 3)) == (2, 1, 0.667)
+    assert "diagnosis named correctly 33.3% -> 66.7%  (2 now yes, 1 now no; McNemar exact p = 1)" in headline(result)
+
+
+def test_without_the_per_item_check_the_verdict_has_no_item_flags():
+    assert get_task("keywords").item_flags({"groups": {}}) == {}
+
+
 def test_the_reward_option_without_the_task_option_is_refused():
     with pytest.raises(RlvrError, match="task.per_item: true"):
         get_task("keywords").reward_functions([{"name": "keywords", "per_item": True}])

@@ -151,6 +151,11 @@ class Task(abc.ABC):
         """
         return {}
 
+    def item_flags(self, details: Mapping[str, Any]) -> dict[str, bool]:
+        """Yes/no facts of one outcome's ``details`` that the verdict compares item by item before and after
+        training (McNemar), beside full credit: e.g. keywords' "diagnosis named correctly". {}: none."""
+        return {}
+
     def close(self) -> None:
         """Release what judging started (the code tasks' sandbox workers). Judging again restarts it."""
         return None

@@ -190,6 +190,14 @@ class KeywordsTask(Task):
             tables[WRITING_INDICATORS] = indicators
         return tables
 
+    def item_flags(self, details: Mapping[str, Any]) -> dict[str, bool]:
+        """Under the per-item check: whether the note named the right diagnosis (and no other), and cited a finding."""
+        checked = details.get("per_item")
+        if not checked:
+            return {}
+        return {"diagnosis named correctly": bool(checked.get("diagnosis_correct")),
+                "cites a vignette finding": bool(checked.get("findings_cited")) or not checked.get("findings")}
+
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
         return _gold(rubric_for(row.get("rubric"), self.default_rubric()), row, self.per_item)
 

@@ -127,6 +127,9 @@ class EvalCallback(TrainerCallback):
         evaluation = {"step": step, "split": self.split, "seconds": round(seconds, 1), **stats,
                       "verdicts": {r["id"]: r["correct"] for r in records},
                       "scores": {item: v["score"] for item, v in item_scores(records, []).items()}}
+        flags = {r["id"]: self.task.item_flags(r.get("details") or {}) for r in records}
+        if any(flags.values()):
+            evaluation["flags"] = flags
         self.evaluations.append(evaluation)
         self._log(step, stats, seconds)
         self._save(records, step)

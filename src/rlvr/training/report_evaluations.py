@@ -69,6 +69,7 @@ def _verdict_table(test: dict[str, Any]) -> str:
     ]
     if "score_gain" in test:
         rows.append(("mean score", _number(before.get("mean_score"), 3), _number(after.get("mean_score"), 3)))
+    rows += [(_e(name), _share(flag.get("before"), 1), _share(flag.get("after"), 1)) for name, flag in (test.get("flags") or {}).items()]
     rows += _indicator_rows(before.get("breakdown") or {}, after.get("breakdown") or {})
     lines = [_row(cells, header=index == 0) for index, cells in enumerate(rows)]
     gain, interval = test.get("gain"), test.get("gain_ci95")
@@ -81,6 +82,8 @@ def _verdict_table(test: dict[str, Any]) -> str:
         facts.append(f"gain {gain:+.1%}{span}")
     if "now_right" in test:
         facts.append(f"{test['now_right']} now right, {test['now_wrong']} now wrong; McNemar exact p = {test.get('mcnemar_p', 1.0):.3g}")
+    for name, flag in (test.get("flags") or {}).items():
+        facts.append(f"{_e(name)}: {flag['now_yes']} now yes, {flag['now_no']} now no; McNemar exact p = {flag['mcnemar_p']:.3g}")
     if "score_gain" in test:
         facts.append(f"mean score {test['score_gain']:+.3f}, paired Wilcoxon p = {test['score_wilcoxon_p']:.3g}")
     constant = test.get("constant_answer") or {}

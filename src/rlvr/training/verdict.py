@@ -49,7 +49,24 @@ def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, A
         "constant_answer": baseline,
         "overlap": overlap,
         **graded_gain(before, after, ids),
+        **paired_flags(before, after, ids),
     }
+
+
+def paired_flags(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """Each yes/no fact the task records per item (:meth:`rlvr.tasks.base.Task.item_flags`, e.g. "diagnosis named
+    correctly") before and after, with its exact McNemar p on the same items: a gain in full credit can come from
+    form alone, and this says whether the substance moved too."""
+    first, second = before.get("flags") or {}, after.get("flags") or {}
+    names = [name for name in (first.get(ids[0]) or {}) if name in (second.get(ids[0]) or {})] if ids else []
+    results = {}
+    for name in names:
+        a = [bool((first.get(i) or {}).get(name)) for i in ids]
+        b = [bool((second.get(i) or {}).get(name)) for i in ids]
+        _, now_no, now_yes, _ = paired_counts(a, b)
+        results[name] = {"before": sum(a) / len(ids), "after": sum(b) / len(ids), "now_yes": now_yes,
+                         "now_no": now_no, "mcnemar_p": mcnemar_exact(now_no, now_yes)}
+    return {"flags": results} if results else {}
 
 
 def graded_gain(before: dict[str, Any], after: dict[str, Any], ids: list[str]) -> dict[str, Any]:
@@ -84,6 +101,8 @@ def headline(v: dict[str, Any]) -> str:
     if "score_gain" in v:
         lines.append(f"  score     {before['mean_score']:.3f} -> {after['mean_score']:.3f} (mean per item, {v['score_gain']:+.3f};"
                      f" paired Wilcoxon p = {v['score_wilcoxon_p']:.2g})")
+    lines += [f"  {name:<9} {f['before']:.1%} -> {f['after']:.1%}  ({f['now_yes']} now yes, {f['now_no']} now no;"
+              f" McNemar exact p = {f['mcnemar_p']:.2g})" for name, f in (v.get("flags") or {}).items()]
     lines += _indicator_lines(before.get("breakdown") or {}, after.get("breakdown") or {})
     baseline = constant_line(constant)
     if baseline:
