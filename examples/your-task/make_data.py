@@ -1,4 +1,4 @@
-"""Write my.jsonl: 300 small word problems with their answers, one JSON object per line.
+"""Write my.jsonl: 1000 small word problems with their answers, one JSON object per line.
 
 Stands in for your own data: any JSONL with a question field and an answer field works the same way.
 Each line also keeps the two numbers (a, b), which the checker and the reward read, and a worked
@@ -19,7 +19,7 @@ PHRASINGS = [
 ]
 
 
-def main(count: int = 300, seed: int = 7) -> None:
+def main(count: int = 1000, seed: int = 7) -> None:
     rng = random.Random(seed)
     lines, seen = [], set()
     while len(lines) < count:
