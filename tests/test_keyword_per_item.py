@@ -290,6 +290,42 @@ def test_without_the_per_item_check_the_verdict_has_no_item_flags():
     assert get_task("keywords").item_flags({"groups": {}}) == {}
 
 
+def diagnosis_scores(notes, condition=PNEUMONIA):
+    task = get_task("keywords", {"per_item": True})
+    reward = task.reward_functions([{"name": "diagnosis"}])[0]
+    count = len(notes)
+    return reward(notes, condition=[condition] * count, findings=[["crackles"]] * count, question=[VIGNETTE] * count,
+                  rubric=[""] * count)
+
+
+def test_the_diagnosis_reward_pays_the_right_condition_only():
+    assert diagnosis_scores([note("community-acquired pneumonia"), note("a pulmonary embolism"), ACS_NOTE]) == [1.0, 0.0, 0.0]
+
+
+def test_the_diagnosis_reward_does_not_pay_several_conditions_listed():
+    listed = note("community-acquired pneumonia, pulmonary embolism or heart failure")
+    assert diagnosis_scores([listed]) == [0.0]
+
+
+def test_the_diagnosis_reward_never_raises_and_skips_rows_without_a_condition():
+    task = get_task("keywords", {"per_item": True})
+    reward = task.reward_functions([{"name": "diagnosis"}])[0]
+    chat = [{"role": "assistant", "content": note("community-acquired pneumonia")}]
+    scores = reward([None, 7, chat, "x"], condition=[PNEUMONIA, PNEUMONIA, PNEUMONIA, ""], findings=[None] * 4,
+                    question=[VIGNETTE] * 4, rubric=[""] * 4)
+    assert scores == [0.0, 0.0, 1.0, None]
+
+
+def test_the_diagnosis_reward_does_not_pay_the_right_name_inside_looping_text():
+    looping = " ".join(["The most likely diagnosis is community-acquired pneumonia."] * 8)
+    assert diagnosis_scores([looping]) == [0.0]
+
+
+def test_the_diagnosis_reward_without_the_per_item_option_is_refused():
+    with pytest.raises(RlvrError, match="task.per_item: true"):
+        get_task("keywords").reward_functions([{"name": "diagnosis"}])
+
+
 def test_the_reward_option_without_the_task_option_is_refused():
     with pytest.raises(RlvrError, match="task.per_item: true"):
         get_task("keywords").reward_functions([{"name": "keywords", "per_item": True}])
@@ -349,10 +385,11 @@ def test_the_diagnosis_recipe_audits_around_a_real_vignette_and_passes(capsys):
     assert "fixed_generic_note" in out and "PASS" in out
 
 
-def test_the_diagnosis_recipe_is_the_keywords_recipe_with_the_per_item_check():
+def test_the_diagnosis_recipe_is_the_keywords_recipe_with_the_per_item_check_and_the_diagnosis_reward():
     from rlvr.config import load_recipe
 
     base, recipe = load_recipe("keywords-cpu-smollm2"), load_recipe("keywords-diagnosis-cpu-smollm2")
     assert recipe.task_options == {**base.task_options, "per_item": True}
-    assert (recipe.grpo, recipe.rewards, recipe.model) == (base.grpo, base.rewards, base.model)
+    assert (recipe.grpo, recipe.model) == (base.grpo, base.model)
+    assert [r["name"] for r in recipe.rewards] == ["keywords", "diagnosis"]
     assert recipe.name != base.name

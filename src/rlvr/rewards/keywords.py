@@ -45,6 +45,13 @@ def item_of(row: Any) -> Item | None:
     return make_item(get(CONDITION_COLUMN), get(FINDINGS_COLUMN), get(VIGNETTE_COLUMN))
 
 
+def items_of(columns: dict[str, Any], count: int) -> list[Item | None]:
+    """The per-item check's items of a reward call's dataset columns (None for a row without a condition)."""
+    return [make_item(*row) for row in zip(column(columns.get(CONDITION_COLUMN), count),
+                                           column(columns.get(FINDINGS_COLUMN), count),
+                                           column(columns.get(VIGNETTE_COLUMN), count), strict=True)]
+
+
 def rubric_for(row_value: Any, default: Rubric) -> Rubric:
     """The row's own rubric when its column names one, else ``default``."""
     if isinstance(row_value, str) and row_value.strip():
@@ -67,15 +74,48 @@ def keywords_reward(rubric: str | None = None, rubric_column: str = "rubric", se
     def keywords(completions: list[Any], **columns: Any) -> list[float]:
         count = len(completions)
         rubrics = column(columns.get(rubric_column), count)
-        if per_item:
-            items = [make_item(*row) for row in zip(column(columns.get(CONDITION_COLUMN), count),
-                                                    column(columns.get(FINDINGS_COLUMN), count),
-                                                    column(columns.get(VIGNETTE_COLUMN), count), strict=True)]
-        else:
-            items = [None] * count
+        items = items_of(columns, count) if per_item else [None] * count
         return [
             judge_completion(c, rubric_for(path, default), semantic, item).score
             for c, path, item in zip(completions, rubrics, items, strict=True)
         ]
 
     return named("keywords", keywords)
+
+
+@REWARDS.register("diagnosis")
+@default_weight(1.0)
+def diagnosis_reward(rubric: str | None = None, rubric_column: str = "rubric") -> RewardFunc:
+    """1.0 when the note names the row's condition as its diagnosis in a well-formed sentence and names no other
+    condition of the table (the per-item check's "diagnosis named correctly"), else 0.0; None for a row without
+    a condition (TRL leaves it out of the sum). Default weight 1.0. The rubric's penalties apply to it as to the
+    rubric score (a looping, repeated, too short or stuffed note, a forbidden promise), so the right name does
+    not pay inside text the rubric rejects.
+
+    Beside ``keywords``, whose score gives the right diagnosis one rubric group in four: a small model can raise
+    that score by form alone while naming the right condition less often; this reward pays for the substance.
+    Reads the ``condition``, ``findings`` and ``question`` columns the keywords task adds with ``per_item: true``;
+    ``rubric`` only decides what a well-formed sentence is.
+    """
+    default = load_rubric(rubric)
+
+    def diagnosis(completions: list[Any], **columns: Any) -> list[float | None]:
+        count = len(completions)
+        rubrics = column(columns.get(rubric_column), count)
+        scores: list[float | None] = []
+        for completion, path, item in zip(completions, rubrics, items_of(columns, count), strict=True):
+            if item is None:
+                scores.append(None)
+                continue
+            judgement = judge_completion(completion, rubric_for(path, default), False, item)
+            right = bool((judgement.per_item or {}).get("diagnosis_correct"))
+            scores.append(_penalised(1.0, judgement) if right else 0.0)
+        return scores
+
+    return named("diagnosis", diagnosis)
+
+
+def _penalised(value: float, judgement: Judgement) -> float:
+    for penalty in judgement.penalties.values():
+        value *= penalty.factor
+    return round(min(1.0, max(0.0, value)), 4)

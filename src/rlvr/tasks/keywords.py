@@ -127,6 +127,11 @@ class KeywordsTask(Task):
                 elif spec.get("per_item"):
                     raise RlvrError("reward keywords: per_item reads the condition and findings columns that the "
                                     "keywords task adds with its own per_item option; set task.per_item: true.")
+            elif spec.get("name") == "diagnosis":
+                if not self.per_item:
+                    raise RlvrError("reward diagnosis reads the condition of each vignette, which the keywords task "
+                                    "adds with its per_item option; set task.per_item: true.")
+                spec.setdefault("rubric", self.rubric)
         return super().reward_functions(specs)
 
     def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,

@@ -1,0 +1,112 @@
+"""benchmarks/panel.py without a model: its recipes, and its probe -> train -> table loop run against a fake rlvr."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "panel.py"
+
+# A stand-in for `python -m rlvr`: writes what rlvr probe / rlvr train would, as the plan (by recipe stem) says.
+FAKE_RLVR = r'''
+import json, sys
+from pathlib import Path
+plan = json.loads(Path(sys.argv[1]).read_text())
+args = sys.argv[2:]
+name = Path(args[1]).stem
+with open(Path(sys.argv[1]).with_name("calls.txt"), "a") as calls:
+    calls.write(f"{args[0]} {name}{' --resume' if '--resume' in args else ''}\n")
+step = plan[name]
+if args[0] == "probe":
+    out = Path(args[args.index("--output") + 1])
+    figures = {"greedy_accuracy": 0.2, "pass_at_1": 0.15, "pass_at_g": 0.5, "format_rate": 0.9, "zero_variance": 0.4}
+    verdict = {"name": step["verdict"], "figure": "", "suggestion": ""}
+    out.write_text(json.dumps({"verdict": verdict, "figures": figures}))
+elif step.get("train") == "fail":
+    print("rlvr: out of memory while training")
+    sys.exit(1)
+else:
+    out = Path(args[args.index("--output-dir") + 1])
+    gain = step["gain"]
+    test = {"items": 200, "before": {"accuracy": 0.2, "ci95": [0.15, 0.26], "format_rate": 0.9},
+            "after": {"accuracy": 0.2 + gain, "ci95": [0.1, 0.5], "format_rate": 1.0}, "gain": gain,
+            "gain_ci95": [gain - 0.05, gain + 0.05], "now_right": 10, "now_wrong": 2, "mcnemar_p": step["p"],
+            "constant_answer": {"answer": "3", "accuracy": 0.25}}
+    (out / "summary.json").write_text(json.dumps({"test": test}))
+'''
+
+
+@pytest.fixture(scope="module")
+def panel():
+    spec = importlib.util.spec_from_file_location("panel_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["panel_script"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_panel_is_broad_enough(panel):
+    assert len(panel.PANEL) >= 12 and len({e.name for e in panel.PANEL}) == len(panel.PANEL)
+    assert len({panel.category(e.dataset) for e in panel.PANEL}) >= 5
+    assert sum(e.control for e in panel.PANEL) >= 2
+
+
+def test_a_recipe_is_cpu_default_plus_the_task_and_its_reasons(panel):
+    entry = next(e for e in panel.PANEL if e.overrides)
+    text = panel.recipe_text(entry)
+    recipe = yaml.safe_load(text)
+    assert set(recipe) <= {"base", "name", "description", "task", "grpo", "run"} and recipe["base"] == "cpu-default"
+    assert recipe["task"]["name"] == "reasoning-gym" and recipe["task"]["config"] == entry.config
+    override = entry.overrides[0]
+    assert recipe[override.section][override.key] == override.value and f"# {override.why}" in text
+    assert panel.same_recipe(text.replace(override.why, "reworded"), entry)  # comments are not the recipe
+
+
+def test_clock_seconds(panel):
+    assert panel.clock_seconds("12:05.33") == 725.3 and panel.clock_seconds("1:02:03") == 3723.0
+
+
+def test_probe_train_table_loop_is_resumable(panel, tmp_path, monkeypatch, capsys):
+    plan = {
+        "lcm": {"verdict": "learnable", "gain": 0.2, "p": 1e-5},            # agrees, counts
+        "aiw": {"verdict": "learnable", "gain": 0.01, "p": 0.6},            # disagrees
+        "spell_backward": {"verdict": "too long"},                          # not trained
+        "leg_counting": {"verdict": "too hard", "gain": 0.0, "p": 1.0},     # control, agrees
+        "tsumego": {"verdict": "too hard", "gain": 0.0, "p": 1.0},          # control, agrees
+        "needle_haystack": {"verdict": "too hard"},                         # a third: not trained (--controls 2)
+        "family_relationships": {"verdict": "learnable", "train": "fail"},  # a failed run: a row, not compared
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "fake.py").write_text(FAKE_RLVR)
+    monkeypatch.setattr(panel, "rlvr", lambda *args: [sys.executable, str(tmp_path / "fake.py"),
+                                                      str(tmp_path / "plan.json"), *args])
+    argv = ["--root", str(tmp_path / "runs"), "--only", ",".join(plan)]
+    calls = tmp_path / "calls.txt"
+
+    assert panel.main(argv) == 0
+    first = calls.read_text().splitlines()
+    assert sorted(c for c in first if c.startswith("train")) == [
+        "train aiw", "train family_relationships", "train lcm", "train leg_counting", "train tsumego"]
+    out = capsys.readouterr().out
+    assert "3/4 (75%)" in out and "gain > 0" in out and ": 1 (lcm)" in out and "Failed runs: 1" in out
+    assert "FAILED (seed 42, learnable): exit 1: rlvr: out of memory while training" in out
+    assert "yes (seed 42, control (too hard))" in out
+
+    assert panel.main(argv) == 0  # done and failed runs are not rerun
+    assert calls.read_text().splitlines() == first
+    assert panel.main([*argv, "--retry-failed"]) == 0
+    assert calls.read_text().splitlines()[len(first):] == ["train family_relationships"]
+    assert panel.main([*argv, "--only", "lcm", "--seeds", "42,1"]) == 0
+    assert calls.read_text().splitlines()[-1] == "train lcm"
+    assert "yes (seed 1, learnable)" in capsys.readouterr().out
+
+    killed = tmp_path / "runs" / "aiw" / "seed-42"  # a run killed midway: its record says running, a checkpoint
+    record = json.loads((killed / "run.json").read_text())
+    (killed / "run.json").write_text(json.dumps({**record, "status": "running"}))
+    (killed / "summary.json").unlink()
+    (killed / "checkpoint-10").mkdir()
+    assert panel.main(argv) == 0
+    assert calls.read_text().splitlines()[-1] == "train aiw --resume"
