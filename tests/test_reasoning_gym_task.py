@@ -62,6 +62,11 @@ def test_unknown_dataset_option_is_one_line():
         get_task("reasoning-gym", {"dataset": "lcm", "config": {"bogus": 1}, **SMALL}).load("test")
 
 
+def test_an_option_of_the_wrong_type_is_one_line():
+    with pytest.raises(RlvrError, match="rejected its options"):
+        get_task("reasoning-gym", {"dataset": "aiw", "config": {"task_types": ["siblings"]}, **SMALL}).load("test")
+
+
 def test_dataset_or_mixture_is_required():
     with pytest.raises(RlvrError, match="needs one of dataset"):
         get_task("reasoning-gym", {})

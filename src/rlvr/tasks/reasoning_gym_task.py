@@ -67,6 +67,9 @@ def check_name(name: Any) -> str:
                     "reasoning_gym.factory import DATASETS; print(sorted(DATASETS))\"`.")
 
 
+#: What reasoning-gym raises for options it cannot use (aiw's task_types given as strings: AttributeError).
+_REJECTED = (ValueError, TypeError, AssertionError, KeyError, AttributeError)
+
 @TASKS.register("reasoning-gym")
 @dataclass
 class ReasoningGymTask(AnswerLineTask):
@@ -171,14 +174,14 @@ class ReasoningGymTask(AnswerLineTask):
             if self.dataset is not None:
                 return reasoning_gym().create_dataset(self.dataset, size=size, seed=seed, **self.config)
             return reasoning_gym().create_dataset("composite", size=size, seed=seed, datasets=self._specs())
-        except (ValueError, TypeError, AssertionError, KeyError) as error:
+        except _REJECTED as error:
             raise RlvrError(f"reasoning-gym dataset '{self.label}' rejected its options: {error}") from None
 
     def _stream(self, size: int, offset: int) -> Any:
         dataset = self._create(size * _DRAWS_PER_ITEM + 100, self.seed + offset)
         try:
             yield from (dict(item) for item in dataset)
-        except (ValueError, TypeError, AssertionError, KeyError) as error:
+        except _REJECTED as error:
             raise RlvrError(f"reasoning-gym dataset '{self.label}' rejected its options: {error}") from None
 
     def _scorer(self) -> Any:
