@@ -16,7 +16,7 @@ from typing import Any
 from rlvr import atomic, faults, runlock
 from rlvr.config import Recipe
 from rlvr.errors import RlvrError
-from rlvr.training.tracking import tracking_uri
+from rlvr.training.tracking import prepare_store, tracking_uri
 
 
 @dataclass
@@ -290,8 +290,10 @@ def _configure_tracking(recipe: Recipe, args: Any) -> None:
     report_to = args.report_to or []
     if "mlflow" not in report_to:
         return
-    _set_env("MLFLOW_TRACKING_URI", tracking_uri(recipe.run.tracking_uri))
+    uri = tracking_uri(recipe.run.tracking_uri)
+    _set_env("MLFLOW_TRACKING_URI", uri)
     _set_env("MLFLOW_EXPERIMENT_NAME", recipe.run.experiment)
+    prepare_store(os.environ["MLFLOW_TRACKING_URI"])  # a new SQLite store made once, even by runs starting together
 
 
 _SET_BY_RLVR: dict[str, str] = {}

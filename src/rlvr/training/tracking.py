@@ -3,6 +3,7 @@ logged to a run after its trainer ended it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -34,3 +35,20 @@ def log_after_run(run_id: str | None, metrics: dict[str, Any], step: int) -> Non
             client.log_metric(run_id, name, value, step=step)
     except Exception as error:  # another store, a deleted run: the summary still has the numbers
         print(f"rlvr: warning: could not log {', '.join(values)} to MLflow: {error}"[:300], file=sys.stderr, flush=True)
+
+
+def prepare_store(uri: str) -> None:
+    """Create or upgrade a local SQLite store (``sqlite:///path``) once, under a lock beside it.
+
+    Two runs starting together against a new ``mlflow.db`` (seeds side by side in one directory) otherwise race in
+    MLflow's schema migration, and one dies with an alembic traceback before its first step. Other stores: nothing.
+    """
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri[len("sqlite:///"):])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".rlvr-lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        import mlflow
+
+        mlflow.MlflowClient(uri).search_experiments(max_results=1)  # creates the tables, or migrates them
