@@ -17,10 +17,10 @@ def your_task(monkeypatch):
     return recipe, get_task(recipe.task_name, recipe.task_options)
 
 
-def test_your_task_example_has_300_lines_carved_into_disjoint_splits(your_task):
+def test_your_task_example_has_1000_lines_carved_into_disjoint_splits_with_200_test_items(your_task):
     _, task = your_task
     sizes = [len(task.load(split)) for split in ("train", "validation", "test")]
-    assert sum(sizes) == 300 - 1 and sizes[2] == 60  # one line is the exemplar
+    assert sum(sizes) == 1000 - 1 and sizes[2] == 200  # one line is the exemplar; 200 test items for a verdict
     assert set(task.overlap()["shared"].values()) == {0}
 
 
