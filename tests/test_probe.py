@@ -113,6 +113,12 @@ def test_gold_the_verifier_cannot_read_is_one_line():
     assert probing.check_gold(get_task("mbpp"), bad) is None  # no answer line: nothing to check
 
 
+def test_a_reward_the_task_cannot_serve_fails_before_any_generation():
+    recipe = SimpleNamespace(rewards=[{"name": "diagnosis"}], grpo={}, run=SimpleNamespace(difficulty_filter=None))
+    with pytest.raises(RlvrError, match="task.per_item: true"):
+        probing.prepare(get_task("keywords"), recipe, 4)
+
+
 def test_choice_options_come_from_the_choices_field(tmp_path):
     path = tmp_path / "mc.jsonl"
     lines = [{"q": f"pick {i}", "options": ["x", "y", "z"], "a": "B"} for i in range(20)]

@@ -377,6 +377,7 @@ def _form_rate(outcomes: Sequence[Any]) -> float | None:
 def prepare(task: Any, recipe: Any, items: int, dataset: Any = None,
             option: str = "--items") -> tuple[list[dict[str, Any]], int | None]:
     """(the rows to probe, how many gold answers the verifier reads): the checks that need no model, done first."""
+    task.reward_functions(recipe.rewards)  # a reward the task cannot serve fails now, not after generation
     rows = training_rows(task, recipe.run.difficulty_filter, items, dataset, option)
     return rows, check_gold(task, rows)
 
