@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import abc
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -54,12 +53,6 @@ def instruction_for(answer_form: str) -> str:
 def gold_as_answer_line(gold: Any) -> str:
     """A completion that gives ``gold`` on the answer line after the reasoning lead."""
     return f"{COT_LEAD}\n{ANSWER_LINE} {gold}\n"
-
-
-def most_common_gold(golds: Sequence[Any]) -> str | None:
-    """The most frequent non-blank gold, as text (ties: the one seen first); None without any."""
-    counts = Counter(str(g).strip() for g in golds if g is not None and str(g).strip())
-    return counts.most_common(1)[0][0] if counts else None
 
 
 def render_plain(instruction: str, shots: Sequence[Shot], text: str) -> str:
@@ -139,7 +132,9 @@ class AnswerLineTask(Task):
 
     def reference_completions(self) -> dict[str, str]:
         """The train split's most common gold written as the answer line ({} without golds)."""
-        gold = most_common_gold(self.load("train")["final_answer"])
+        from rlvr.evaluation.baselines import most_common_answer
+
+        gold = most_common_answer([g for g in self.load("train")["final_answer"] if g is not None and str(g).strip()])
         if gold is None:
             return {}
         return {f"the train split's most common answer {gold[:40]!r} on the answer line": gold_as_answer_line(gold)}
