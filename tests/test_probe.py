@@ -10,6 +10,7 @@ from rlvr.cli import main
 from rlvr.errors import RlvrError
 from rlvr.evaluation.backends import Generation
 from rlvr.tasks import get_task
+from rlvr.tasks.base import Outcome
 from rlvr.training import probe as probing
 from rlvr.training.probe import Chance, Figures, choice_chance, pass_at_g, verdict, zero_variance_shares
 
@@ -92,6 +93,65 @@ def test_figures_from_known_completions():
     assert (f.truncated, f.stopped_at_answer, f.ended_eos, f.mean_tokens) == (0.25, 0.5, 0.25, 6.0)
     assert (f.groups_all_right, f.groups_all_wrong) == (0.0, 0.5)
     assert (f.zero_variance, f.zero_variance_all_wrong, f.chance) == (0.5, 0.5, None)
+
+
+class FactTask:
+    """A task judging "4" right, with one yes/no fact per item: the completion shows its working ("2 + 2")."""
+
+    stop_patterns: list = []
+
+    def judge(self, completions, rows):
+        return [Outcome(correct="4" in text, score=float("4" in text), details={"working": "2 + 2" in text})
+                for text in completions]
+
+    def item_flags(self, details):
+        return {"shows its working": details["working"]} if "working" in details else {}
+
+
+def fact_probe():
+    """Two rows (the first with an id), greedy and two samples each, judged by :class:`FactTask`."""
+    recipe = SimpleNamespace(grpo={"max_completion_length": 8}, run=SimpleNamespace(stop_at_answer=False))
+    rows = [{"prompt": "p", "id": "a"}, {"prompt": "q"}]
+    greedy = [Generation("2 + 2 = 4", 5, True), Generation("4", 1, True)]
+    sampled = [[Generation("2 + 2 = 5", 5, True), Generation("5", 1, True)],
+               [Generation("4", 1, True), Generation("5", 1, True)]]
+    return FactTask(), recipe, rows, greedy, sampled, [[0.0, 0.0], [1.0, 0.0]]
+
+
+def test_figures_per_fact_are_greedy_pass_at_1_and_pass_at_g():
+    f = probing.figures_from(*fact_probe())
+    assert (f.greedy_accuracy, f.pass_at_1, f.pass_at_g) == (1.0, 0.25, 0.5)
+    assert f.flags == {"shows its working": {"greedy": 0.5, "pass_at_1": 0.25, "pass_at_g": 0.5}}
+
+
+def test_the_table_has_a_line_per_fact():
+    f = probing.figures_from(*fact_probe())
+    lines = probing.table(probing.Probe(f, verdict(f))).splitlines()
+    line = "  shows its working         greedy 50.0%   pass@1 25.0%   pass@2 50.0%"
+    assert line in lines and lines[lines.index(line) - 1].startswith("  zero-variance groups")
+
+
+def test_item_records_keep_each_rows_verdicts_and_facts():
+    task, _, rows, greedy, sampled, _ = fact_probe()
+    records = probing.item_records(task, rows, probing.judge_generations(task, rows, greedy, sampled))
+    assert records == [
+        {"id": "a", "greedy_correct": True, "sampled_correct": 0,
+         "flags": {"shows its working": {"greedy": True, "sampled": 1}}},
+        {"id": 1, "greedy_correct": True, "sampled_correct": 1,
+         "flags": {"shows its working": {"greedy": False, "sampled": 0}}},
+    ]
+    f = probing.figures_from(*fact_probe())
+    assert probing.Probe(f, verdict(f), {"rows": "two"}, records).to_json()["items"] == records
+
+
+def test_a_task_without_facts_has_no_flag_figures():
+    task = get_task("gsm8k")
+    recipe = SimpleNamespace(grpo={"max_completion_length": 8}, run=SimpleNamespace(stop_at_answer=True))
+    rows = [{"prompt": "p", "final_answer": "4"}]
+    greedy, sampled = [Generation(RIGHT, 6, True)], [[Generation(WRONG, 6, True)]]
+    f = probing.figures_from(task, recipe, rows, greedy, sampled, [[0.0]])
+    assert f.flags == {} and f.to_json()["flags"] == {}
+    assert "greedy" not in probing.table(probing.Probe(f, verdict(f))).splitlines()[-2]
 
 
 def test_reward_totals_apply_the_recipe_weights_as_trl_does():

@@ -17,7 +17,12 @@ applied, is decoded as training decodes it, and the figures below say where the 
   TRL's advantages see): such a group is a full rollout for no gradient. Split by the task's judge into
   all right, all wrong and other (mixed verdicts, or none, with equal totals);
 * for ``choice`` tasks, **chance** (1/options), always answering the train split's most common gold letter,
-  and random guessing's pass@G: a multiple-choice model can look learnable while it guesses.
+  and random guessing's pass@G: a multiple-choice model can look learnable while it guesses;
+* for tasks with yes/no facts per item (:meth:`rlvr.tasks.base.Task.item_flags`, e.g. keywords' "diagnosis
+  named correctly"), the same greedy rate, pass@1 and pass@G per fact: whether the substance has headroom.
+
+Per probed row, probe.json also keeps ``items``: greedy right or not, how many of the G samples were right,
+and each fact's greedy yes/no and sampled count, for breaking the figures down by any grouping of items.
 
 :func:`verdict` turns the figures into one word and the recipe change it suggests (a pure function).
 """
@@ -86,6 +91,8 @@ class Figures:
     zero_variance_all_wrong: float
     zero_variance_other: float
     chance: Chance | None = None
+    #: Per yes/no fact of the task (``Task.item_flags``): {"greedy": rate, "pass_at_1": .., "pass_at_g": ..}.
+    flags: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,9 +115,11 @@ class Probe:
     figures: Figures
     verdict: Verdict
     info: dict[str, Any] = field(default_factory=dict)
+    items: list[dict[str, Any]] = field(default_factory=list)  # one record per probed row (item_records)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.info, "verdict": asdict(self.verdict), "figures": self.figures.to_json()}
+        return {**self.info, "verdict": asdict(self.verdict), "figures": self.figures.to_json(),
+                "items": self.items}
 
 
 # ----------------------------------------------------------------------------- verdict (pure)
@@ -331,17 +340,74 @@ def generate(model: Any, tokenizer: Any, task: Any, recipe: Any, prompts: Sequen
     return greedy, sampled
 
 
-def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], greedy: Sequence[Any],
-                 sampled: Sequence[Sequence[Any]], totals: Sequence[Sequence[float]],
-                 train_golds: Sequence[str] | None = None) -> Figures:
-    """The figures from generations (``.text``, ``.tokens``, ``.stopped``) and their reward totals."""
-    import re
+@dataclass
+class Judged:
+    """The task's outcomes of the probe's generations: one greedy per row, G sampled per row."""
 
+    greedy: list[Any]
+    sampled: list[list[Any]]
+
+
+def judge_generations(task: Any, rows: Sequence[Mapping[str, Any]], greedy: Sequence[Any],
+                      sampled: Sequence[Sequence[Any]]) -> Judged:
+    """Judge the greedy and the sampled generations (one call each, as the task judges batches)."""
     g = len(sampled[0]) if sampled else 0
     greedy_outcomes = task.judge([x.text for x in greedy], list(rows))
     flat = [(row, x) for row, group in zip(rows, sampled, strict=True) for x in group]
     outcomes = task.judge([x.text for _, x in flat], [row for row, _ in flat])
-    correct = [[o.correct for o in outcomes[i * g : (i + 1) * g]] for i in range(len(rows))]
+    return Judged(list(greedy_outcomes), [list(outcomes[i * g : (i + 1) * g]) for i in range(len(rows))])
+
+
+def fact_names(task: Any, judged: Judged) -> list[str]:
+    """The yes/no facts the task records on any of the outcomes, in first-seen order (none: [])."""
+    names: dict[str, None] = {}
+    for o in [*judged.greedy, *(o for group in judged.sampled for o in group)]:
+        names.update(dict.fromkeys(task.item_flags(o.details or {})))
+    return list(names)
+
+
+def fact(task: Any, outcome: Any, name: str) -> bool:
+    """Whether the fact ``name`` holds for one outcome (absent from its details: no)."""
+    return bool(task.item_flags(outcome.details or {}).get(name))
+
+
+def flag_figures(task: Any, judged: Judged) -> dict[str, dict[str, float]]:
+    """Per fact: its greedy rate, sampled pass@1 and pass@G, as for correctness."""
+    figures = {}
+    for name in fact_names(task, judged):
+        held = [[fact(task, o, name) for o in group] for group in judged.sampled]
+        figures[name] = {"greedy": _share([fact(task, o, name) for o in judged.greedy]),
+                         "pass_at_1": _share([h for group in held for h in group]),
+                         "pass_at_g": pass_at_g(held)}
+    return figures
+
+
+def item_records(task: Any, rows: Sequence[Mapping[str, Any]], judged: Judged) -> list[dict[str, Any]]:
+    """One compact record per probed row (its ``id``, else its index): greedy right, how many samples right,
+    and per fact its greedy yes/no and how many samples it holds for."""
+    names = fact_names(task, judged)
+    rows_judged = zip(rows, judged.greedy, judged.sampled, strict=True)
+    return [{"id": row.get("id", index), "greedy_correct": bool(first.correct),
+             "sampled_correct": sum(bool(o.correct) for o in group),
+             "flags": {name: {"greedy": fact(task, first, name),
+                              "sampled": sum(fact(task, o, name) for o in group)} for name in names}}
+            for index, (row, first, group) in enumerate(rows_judged)]
+
+
+def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], greedy: Sequence[Any],
+                 sampled: Sequence[Sequence[Any]], totals: Sequence[Sequence[float]],
+                 train_golds: Sequence[str] | None = None, judged: Judged | None = None) -> Figures:
+    """The figures from generations (``.text``, ``.tokens``, ``.stopped``) and their reward totals
+    (``judged``: their outcomes when already judged, by :func:`judge_generations`)."""
+    import re
+
+    g = len(sampled[0]) if sampled else 0
+    if judged is None:
+        judged = judge_generations(task, rows, greedy, sampled)
+    greedy_outcomes = judged.greedy
+    flat = [(row, x) for row, group in zip(rows, sampled, strict=True) for x in group]
+    outcomes = [o for group in judged.sampled for o in group]
+    correct = [[o.correct for o in group] for group in judged.sampled]
     stops = [re.compile(p, re.MULTILINE) for p in (task.stop_patterns if recipe.run.stop_at_answer else ())]
     at_answer = [x.stopped and any(p.search(x.text) for p in stops) for _, x in flat]
     n = max(1, len(flat))
@@ -362,6 +428,7 @@ def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], gree
         groups_all_wrong=sum(not any(c) for c in correct) / max(1, len(correct)),
         zero_variance=zero["zero_variance"], zero_variance_all_right=zero["all_right"],
         zero_variance_all_wrong=zero["all_wrong"], zero_variance_other=zero["other"], chance=chance,
+        flags=flag_figures(task, judged),
     )
 
 
@@ -394,7 +461,8 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
     train_golds = None
     if is_choice_task(task):
         train_golds = [str(g) for g in task.load("train")["final_answer"]]
-    figures = figures_from(task, recipe, rows, greedy, sampled, totals, train_golds)
+    judged = judge_generations(task, rows, greedy, sampled)
+    figures = figures_from(task, recipe, rows, greedy, sampled, totals, train_golds, judged)
     filtered = " kept by run.difficulty_filter" if recipe.run.difficulty_filter else ""
     info = {
         "recipe": recipe.name, "model": recipe.model.name_or_path, "task": recipe.task_name,
@@ -403,7 +471,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
                        "too_hard": TOO_HARD, "too_easy": TOO_EASY, "gold_readable": GOLD_READABLE},
     }
-    return Probe(figures, verdict(figures), info)
+    return Probe(figures, verdict(figures), info, item_records(task, rows, judged))
 
 
 # ----------------------------------------------------------------------------- showing
@@ -427,6 +495,8 @@ def table(result: Probe) -> str:
         f"  zero-variance groups      {pct(f.zero_variance)} (all right {pct(f.zero_variance_all_right)}, "
         f"all wrong {pct(f.zero_variance_all_wrong)}, other {pct(f.zero_variance_other)})",
     ]
+    lines += [f"  {name:<25} greedy {pct(x['greedy'])}   pass@1 {pct(x['pass_at_1'])}   "
+              f"pass@{g} {pct(x['pass_at_g'])}" for name, x in f.flags.items()]
     if f.chance is not None:
         c = f.chance
         lines.append(f"  chance                    {pct(c.chance)} ({c.options:.1f} options, {c.options_from}); "
