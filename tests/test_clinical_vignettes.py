@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
 from rlvr.errors import RlvrError
+from rlvr.tasks import clinical_vignettes
 from rlvr.tasks.clinical_vignettes import (
     PER_CONDITION,
     generate_vignettes,
     handwritten_prompts,
     load_conditions,
     normalise,
+    skeleton,
 )
 
 PATIENT = re.compile(r"\b([Aa]n?) (\d+)-(year|month)-old (man|woman|boy|girl)\b")
@@ -152,3 +155,55 @@ def test_prompts_are_two_to_four_filled_sentences(rows):
         prompt = row["prompt"]
         assert 2 <= len(SENTENCE_END.findall(prompt)) <= 4, prompt
         assert "{" not in prompt and "}" not in prompt and prompt[0].isupper(), prompt
+
+
+# ------------------------------------------------------------- a subset of conditions, more vignettes each
+
+SUBSET = ["acne-vulgaris", "gout", "croup"]
+
+
+def test_a_subset_gives_only_its_conditions_rows_as_in_the_whole_set(rows):
+    subset = generate_vignettes(conditions=SUBSET)
+    assert subset == [row for row in rows if row["condition"] in SUBSET]  # the same vignettes, ids and order
+
+
+def test_a_subset_gives_per_condition_rows_for_each_of_its_conditions():
+    subset = generate_vignettes(conditions=SUBSET, per_condition=7)
+    assert len(subset) == len(SUBSET) * 7
+    assert Counter(row["condition"] for row in subset) == dict.fromkeys(SUBSET, 7)
+
+
+def test_an_unknown_condition_is_a_one_line_error_naming_the_nearest():
+    with pytest.raises(RlvrError) as error:
+        generate_vignettes(conditions=["gout", "acne"])
+    assert "\n" not in str(error.value) and "'acne'" in str(error.value) and "acne-vulgaris" in str(error.value)
+
+
+@pytest.mark.parametrize(("conditions", "message"), [([], "non-empty list"), (["gout", "gout"], "'gout' twice")])
+def test_an_empty_or_repeating_condition_list_is_an_error(conditions, message):
+    with pytest.raises(RlvrError, match=message):
+        generate_vignettes(conditions=conditions)
+
+
+def test_more_per_condition_continues_each_condition_with_words_distinct_from_all(rows):
+    more = generate_vignettes(conditions=SUBSET, per_condition=60)
+    assert len(more) == 60 * len(SUBSET) and len({skeleton(row["prompt"]) for row in more}) == len(more)
+    first = [row for row in more if int(row["id"].rsplit("-", 1)[1]) <= PER_CONDITION]
+    assert first == [row for row in rows if row["condition"] in SUBSET]  # the first 20 of each are the default's
+
+
+def test_no_two_conditions_come_near_sharing_a_vignette():
+    """Vignettes are kept distinct across conditions, so a subset could only change a kept condition's vignettes if
+    two conditions shared words; drawn each on its own, none does, even with 100 vignettes each."""
+    handwritten = {skeleton(prompt) for prompt in handwritten_prompts()}
+    drawn = [skeleton(prompt) for condition in load_conditions()
+             for prompt in clinical_vignettes._condition_prompts(condition, 0, set(handwritten), 100)]
+    assert len(set(drawn)) == len(drawn) == 100 * len(load_conditions())
+
+
+def test_a_condition_short_of_distinct_vignettes_says_which_and_how_many(monkeypatch):
+    monkeypatch.setattr(clinical_vignettes, "compose", lambda condition, rng: f"{condition.name} {'ab'[rng.randint(0, 1)]}.")
+    with pytest.raises(RlvrError) as error:
+        generate_vignettes(conditions=["gout"], per_condition=3)
+    message = str(error.value)
+    assert "\n" not in message and "'gout' gives only 2 distinct" in message and "vignettes_per_condition: 2" in message

@@ -55,6 +55,31 @@ def test_generated_prompts_give_a_test_split_of_at_least_200_disjoint_from_train
     assert len(test) >= 200 and not test & train and len(train) >= 300
 
 
+TWELVE = ["gout", "acne-vulgaris", "croup", "migraine", "renal-colic", "psoriasis", "depression", "anaphylaxis",
+          "cellulitis", "heart-failure", "hypothyroidism", "atrial-fibrillation"]
+
+
+def test_fewer_conditions_with_more_vignettes_each_still_give_a_test_split_of_200():
+    task = get_task("keywords", {"prompts": "generated", "test_fraction": 0.3, "per_item": True,
+                                 "conditions": ", ".join(TWELVE),  # a comma-separated string, as --option gives it
+                                 "vignettes_per_condition": 60})
+    test = task.load("test")
+    assert len(test) == 216 and set(test["condition"]) == set(TWELVE)
+
+
+@pytest.mark.parametrize("option", [{"conditions": ["gout"]}, {"vignettes_per_condition": 60}])
+@pytest.mark.parametrize("prompts", [None, "builtin"])
+def test_the_generation_options_need_generated_prompts(option, prompts):
+    with pytest.raises(RlvrError) as error:
+        get_task("keywords", {"prompts": prompts, **option})
+    assert "\n" not in str(error.value) and "prompts: generated" in str(error.value)
+
+
+def test_an_unknown_condition_fails_when_the_task_is_built():
+    with pytest.raises(RlvrError, match="nearest: acne-vulgaris"):
+        get_task("keywords", {"prompts": "generated", "conditions": ["acne-vulgari"]})
+
+
 def test_a_missing_test_prompts_file_is_one_clear_error(tmp_path):
     with pytest.raises(RlvrError, match="nowhere.jsonl"):
         get_task("keywords", {"test_prompts": str(tmp_path / "nowhere.jsonl")}).load("test")

@@ -16,9 +16,11 @@ heart rate; none matches a hand-written vignette, which stay a test set of their
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,9 +33,10 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "keywords"
 CONDITIONS_PATH = DATA / "conditions.yaml"
 HANDWRITTEN_PATH = DATA / "medical_prompts.jsonl"
 
-#: Vignettes per condition in the whole set.
+#: Vignettes per condition in the whole set (the default; ``per_condition`` of :func:`generate_vignettes`).
 PER_CONDITION = 20
-#: Draws per condition before giving up on finding enough distinct vignettes.
+#: Draws per condition before giving up on finding enough distinct vignettes. Nearly every draw is distinct (each
+#: condition of the table gives 4,900+ distinct vignettes in 5,000 draws), so this bounds ``per_condition`` too.
 MAX_DRAWS = 5000
 #: Chance that a vignette gets a history sentence, when its condition has any.
 HISTORY_CHANCE = 0.6
@@ -224,8 +227,13 @@ def compose(condition: Condition, rng: random.Random) -> str:
     return " ".join(_sentence(_fill(sentence, rng, words)) for sentence in sentences)
 
 
-def _condition_prompts(condition: Condition, seed: int, taken: set[str]) -> list[str]:
-    """PER_CONDITION vignettes of ``condition`` whose words differ from everything in ``taken`` (updated)."""
+def _condition_prompts(
+    condition: Condition, seed: int, taken: set[str], per_condition: int = PER_CONDITION
+) -> list[str]:
+    """``per_condition`` vignettes of ``condition`` whose words differ from everything in ``taken`` (updated).
+
+    The condition's own seeded stream: asking for more continues it, so the first vignettes stay the same.
+    """
     rng = random.Random(f"{seed}:{condition.name}")
     prompts: list[str] = []
     for _ in range(MAX_DRAWS):
@@ -233,32 +241,96 @@ def _condition_prompts(condition: Condition, seed: int, taken: set[str]) -> list
         if skeleton(prompt) not in taken:
             taken.add(skeleton(prompt))
             prompts.append(prompt)
-            if len(prompts) == PER_CONDITION:
+            if len(prompts) == per_condition:
                 return prompts
     raise RlvrError(
-        f"{CONDITIONS_PATH}: condition {condition.name!r} gives only {len(prompts)} distinct vignettes."
+        f"clinical vignettes: condition {condition.name!r} gives only {len(prompts)} distinct vignettes in "
+        f"{MAX_DRAWS} draws, fewer than the {per_condition} asked for; use vignettes_per_condition: {len(prompts)} "
+        "or fewer."
     )
 
 
-def generate_vignettes(count: int | None = None, seed: int = 0) -> list[dict[str, str]]:
-    """``count`` templated vignettes (None: all), the same for the same seed.
+def select_conditions(slugs: Sequence[str] | None) -> tuple[Condition, ...]:
+    """The conditions of the table named by ``slugs`` (None: all), in table order; one-line errors for an empty
+    list, a repeated slug or an unknown one (naming the nearest valid slugs)."""
+    table = load_conditions()
+    if slugs is None:
+        return table
+    if isinstance(slugs, str) or not isinstance(slugs, Sequence) or not slugs:
+        raise RlvrError(
+            f"keywords conditions must be a non-empty list of condition slugs such as "
+            f"[acne-vulgaris, gout] (null: all {len(table)}), got {slugs!r}."
+        )
+    names = [condition.name for condition in table]
+    seen: set[str] = set()
+    for slug in slugs:
+        if not isinstance(slug, str) or slug not in names:
+            near = _nearest(str(slug), names)
+            hint = f"nearest: {', '.join(near)}" if near else f"valid: {', '.join(sorted(names))}"
+            raise RlvrError(
+                f"keywords conditions: unknown condition {slug!r} ({hint}; the condition: values of "
+                f"{CONDITIONS_PATH.name})."
+            )
+        if slug in seen:
+            raise RlvrError(f"keywords conditions names {slug!r} twice; name each condition once.")
+        seen.add(slug)
+    return tuple(condition for condition in table if condition.name in seen)
+
+
+def _nearest(slug: str, names: list[str]) -> list[str]:
+    """Up to three slugs near ``slug``: those containing it ('acne' -> acne-vulgaris), then difflib's closest."""
+    containing = [name for name in names if slug and slug.lower() in name]
+    return list(dict.fromkeys(containing + difflib.get_close_matches(slug, names, n=3, cutoff=0.5)))[:3]
+
+
+def generate_vignettes(
+    count: int | None = None,
+    seed: int = 0,
+    conditions: Sequence[str] | None = None,
+    per_condition: int = PER_CONDITION,
+) -> list[dict[str, str]]:
+    """``count`` templated vignettes (None: all), the same for the same arguments.
 
     Rows are ``{"id", "specialty", "condition", "prompt", "findings"}``, interleaved
     across conditions in a seeded order, so any prefix of ``len(conditions)`` rows
     covers every condition once. ``findings`` lists the condition's key findings
     (``key_findings`` in the table) that the vignette states, for the per-item check
     of the ``keywords`` task.
+
+    ``conditions`` (slugs of the table; None: all) keeps only those conditions and
+    ``per_condition`` sets how many vignettes each gets. Neither changes a condition's
+    own vignettes: each is drawn from the condition's own seeded stream, and a subset
+    is the whole set's rows of those conditions in the same order (the interleaving
+    shuffles the whole table each round and skips the conditions left out). Asking for
+    more per condition continues each stream, so the first ``PER_CONDITION`` rounds
+    are the default set's rows. (Vignettes are kept distinct from every earlier one,
+    of any condition; no two conditions' vignettes come near sharing their words, so
+    that never drops one in practice: a test checks it.)
     """
-    conditions = load_conditions()
-    total = PER_CONDITION * len(conditions)
+    chosen = select_conditions(conditions)
+    if (
+        isinstance(per_condition, bool)
+        or not isinstance(per_condition, int)
+        or not 1 <= per_condition <= MAX_DRAWS
+    ):
+        raise RlvrError(
+            f"keywords vignettes_per_condition must be an integer from 1 to {MAX_DRAWS} "
+            f"(default {PER_CONDITION}), got {per_condition!r}."
+        )
+    total = per_condition * len(chosen)
     if count is not None and not 0 <= count <= total:
         raise RlvrError(f"clinical vignettes: asked for {count}, but there are 0 to {total} distinct ones.")
     taken = {skeleton(prompt) for prompt in handwritten_prompts()}
-    prompts = {condition.name: _condition_prompts(condition, seed, taken) for condition in conditions}
+    prompts = {
+        condition.name: _condition_prompts(condition, seed, taken, per_condition) for condition in chosen
+    }
+    table = load_conditions()
     order_rng = random.Random(f"{seed}:order")
     rows = []
-    for number in range(PER_CONDITION):
-        for condition in order_rng.sample(conditions, len(conditions)):
+    for number in range(per_condition):
+        for condition in order_rng.sample(table, len(table)):
+            if condition.name not in prompts:
+                continue
             rows.append(
                 {
                     "id": f"gen-{condition.name}-{number + 1}",

@@ -9,7 +9,11 @@ path relative to the JSONL file for rows judged differently) and
 
 ``prompts: generated`` uses the templated vignettes of
 :mod:`rlvr.tasks.clinical_vignettes` instead: several hundred, so a test split
-of 200+ prompts leaves enough to train on.
+of 200+ prompts leaves enough to train on. Two options shape them (and are an
+error with any other prompts source): ``conditions``, the condition slugs to
+generate vignettes for (null: all 42 of the table), and
+``vignettes_per_condition`` (default 20). Fewer conditions with more vignettes
+each keep a test split of 200+ where a small model has headroom.
 
 Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
 ``test_fraction`` and ``validation_fraction`` of them, ``train`` the rest.
@@ -39,6 +43,7 @@ from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import RewardFunc
 from rlvr.rewards.keywords import item_of, judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
+from rlvr.tasks.clinical_vignettes import MAX_DRAWS, PER_CONDITION, generate_vignettes, select_conditions
 from rlvr.tasks.splits import disjoint_rows
 from rlvr.verifiers.conditions import findings_in, known_condition, load_table
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
@@ -74,6 +79,11 @@ class KeywordsTask(Task):
     #: The per-item check: full credit also needs the row's condition named (and no other) and a vignette finding
     #: cited; rows carry ``condition`` and ``findings`` columns. False: the rubric alone, the same for every row.
     per_item: bool = False
+    #: With prompts "generated": the condition slugs of the table to generate vignettes for (a list, or a
+    #: comma-separated string; order does not matter; null: all). Each condition keeps its own vignettes.
+    conditions: list[str] | None = None
+    #: With prompts "generated": vignettes per condition (the first 20 are the default set's).
+    vignettes_per_condition: int = PER_CONDITION
 
     name = "keywords"
     default_rewards = [{"name": "keywords", "weight": 1.0}]
@@ -87,6 +97,22 @@ class KeywordsTask(Task):
         if self.limit is not None and self.limit < 1:
             raise RlvrError("keywords limit must be a positive integer.")
         load_rubric(self.rubric)  # a broken rubric fails now, naming what to fix
+        self._check_generation_options()
+
+    def _check_generation_options(self) -> None:
+        """``conditions`` and ``vignettes_per_condition`` only with generated prompts, and valid (one-line errors)."""
+        changed = [name for name, default in (("conditions", None), ("vignettes_per_condition", PER_CONDITION))
+                   if getattr(self, name) != default]
+        if changed and GENERATED not in (self.prompts, self.test_prompts):
+            raise RlvrError(f"keywords {' and '.join(changed)} shape the generated vignettes only; set "
+                            f"prompts: {GENERATED}, or drop {' and '.join(changed)}.")
+        if isinstance(self.conditions, str):
+            self.conditions = [slug.strip() for slug in self.conditions.split(",") if slug.strip()]
+        if self.conditions is not None:
+            select_conditions(self.conditions)
+        if not 1 <= self.vignettes_per_condition <= MAX_DRAWS:
+            raise RlvrError(f"keywords vignettes_per_condition must be an integer from 1 to {MAX_DRAWS} "
+                            f"(default {PER_CONDITION}), got {self.vignettes_per_condition}.")
 
     def load(self, split: str) -> Any:
         from datasets import Dataset
@@ -235,18 +261,19 @@ class KeywordsTask(Task):
     def _source(self, prompts: str | None) -> list[dict[str, Any]]:
         """The rows of a prompts source: None or "builtin" (the 48 vignettes), "generated", or a JSONL path."""
         cache = self.__dict__.setdefault("_cache", {})
-        if prompts not in cache:
+        key: Any = prompts
+        if prompts == GENERATED:
+            key = (prompts, tuple(self.conditions) if self.conditions else None, self.vignettes_per_condition)
+        if key not in cache:
             if prompts == GENERATED:
-                from rlvr.tasks.clinical_vignettes import generate_vignettes
-
-                cache[prompts] = generate_vignettes()
+                cache[key] = generate_vignettes(conditions=self.conditions, per_condition=self.vignettes_per_condition)
             else:
                 path = _prompts_path(prompts)
                 if not path.is_file():
                     raise RlvrError(f"keywords prompts '{prompts}': no such file; use {BUILTIN}, {GENERATED} "
                                     "or the path of a JSONL file.")
-                cache[prompts] = _read_prompts(path)
-        return cache[prompts]
+                cache[key] = _read_prompts(path)
+        return cache[key]
 
     @staticmethod
     def _describe(prompts: str | None) -> str:
