@@ -110,6 +110,8 @@ def test_two_grpo_steps_ran_and_exactly_one_adapter_was_saved(ddp_run):
     _, out, _ = ddp_run
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2
+    # Under DDP the loss runs one group at a time too (tests/test_ddp_piecewise_loss.py checks it is exact).
+    assert summary["shared_prompt"]["loss_batch"] == "one group at a time"
     adapters = list(out.rglob("adapter_model.safetensors"))
     assert adapters == [out / "adapter" / "adapter_model.safetensors"]
     assert (out / "adapter" / "adapter_config.json").is_file()

@@ -15,8 +15,14 @@ group's activations are alive at a time, and the gradients add up to TRL's whole
 A group whose advantages are all zero, with no KL term (``beta`` 0), adds exactly nothing to the
 loss or the gradient and is not forwarded at all. What does not split this way runs TRL's
 whole-batch loss, and :func:`why_not_chunked` says why: an entropy bonus or a top-entropy mask (both
-computed over the whole micro-batch), an MoE auxiliary loss, VESPO, and several processes or a
-sharded model (DDP and DeepSpeed expect one backward per micro-batch).
+computed over the whole micro-batch), an MoE auxiliary loss, VESPO, DeepSpeed and FSDP (see
+:func:`why_not_distributed`).
+
+Under DDP (several processes) each process runs its own micro-batch's pieces on the module DDP wraps, so no
+piece's forward or backward touches DDP's reducer: ranks may run different numbers of pieces (all-zero
+groups are skipped) without a collective per piece. At the gradient-accumulation boundary every process then
+averages the trainable parameters' gradients once (:func:`average_gradients`), as DDP's own one backward per
+micro-batch would: gradient times ``1 / world_size``, summed over the processes.
 
 A group larger than ``run.loss_chunk_rows`` is cut into pieces, each back-propagated on its own. On the
 shared-prompt loss path its prompt still runs once, forward and back, for all the pieces
@@ -38,10 +44,34 @@ CHUNK_WEIGHT = {
 }
 
 
+def why_not_distributed(trainer: Any) -> str | None:
+    """None when ``trainer``'s engine lets the loss run piece by piece (one process, or plain DDP), else why not."""
+    from accelerate.utils import DistributedType
+
+    accelerator = trainer.accelerator
+    if trainer.is_deepspeed_enabled:
+        return ("DeepSpeed reduces gradients and steps the optimizer inside the backward of an accumulation "
+                "boundary's micro-batch, so it takes one backward per micro-batch")
+    if trainer.is_fsdp_enabled:
+        return "FSDP gathers the parameters in every forward: ranks with different numbers of pieces would deadlock"
+    if accelerator.num_processes == 1:
+        return None
+    if not (accelerator.multi_device or accelerator.distributed_type == DistributedType.MULTI_CPU):
+        return f"several processes under {accelerator.distributed_type}, not DDP"
+    handler = getattr(accelerator, "ddp_handler", None)
+    if handler is not None and getattr(handler, "static_graph", False):
+        return "DDP static_graph expects the same backward every step"
+    hook = getattr(handler, "comm_hook", None)
+    if hook is not None and getattr(hook, "value", hook) not in (None, "no"):
+        return f"DDP communication hook {getattr(hook, 'value', hook)!r}: gradients are averaged by DDP's backward only"
+    return None
+
+
 def why_not_chunked(trainer: Any) -> str | None:
     """None when the loss can run one group at a time for ``trainer``, else why TRL's whole-batch loss runs."""
-    if trainer.accelerator.num_processes > 1 or trainer.is_deepspeed_enabled or trainer.is_fsdp_enabled:
-        return "several processes or a sharded model expect one backward per micro-batch"
+    reason = why_not_distributed(trainer)
+    if reason is not None:
+        return reason
     if trainer.loss_type not in CHUNK_WEIGHT:
         return f"loss_type {trainer.loss_type!r} is not split by group"
     if trainer.entropy_bonus_on:
@@ -138,6 +168,56 @@ _COMPLETION_COLUMNS = {
     "completion_ids", "completion_mask", "tool_mask", "old_per_token_logps", "ref_per_token_logps",
     "sampling_per_token_logps", "importance_sampling_ratio",
 }
+
+
+def ddp_module(model: Any) -> tuple[Any, Any]:
+    """(the DDP wrapper, the module it runs) of ``model`` (seen through ``torch.compile``); (None, model) without DDP."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    wrapped = getattr(model, "_orig_mod", model)
+    if isinstance(wrapped, DistributedDataParallel):
+        if getattr(wrapped, "_use_python_reducer", False):
+            raise RuntimeError("DDP's python reducer (compiled autograd) all-reduces in every backward; "
+                               "the piecewise loss cannot run under it")
+        return wrapped, wrapped.module
+    return None, model
+
+
+#: Elements per all-reduce in :func:`average_gradients` (DDP's default bucket is 25 MB, 6.5M float32 elements).
+BUCKET_ELEMENTS = 1 << 23
+
+
+def average_gradients(parameters: list[torch.nn.Parameter], world_size: int, group: Any = None) -> None:
+    """Average the gradients of ``parameters`` over the processes, as DDP's reducer does after a backward.
+
+    DDP multiplies each gradient by ``1 / world_size`` as it copies it into its bucket, then all-reduces the
+    bucket with a sum; the same here, a few flat buckets at a time. A parameter with no gradient on this
+    process takes part with zeros (every process must all-reduce the same tensors) and gets the average.
+    Every process must call this with the same parameters in the same order.
+    """
+    import torch.distributed as dist
+
+    buckets: dict[tuple[torch.dtype, torch.device], list[torch.nn.Parameter]] = {}
+    for parameter in parameters:
+        if parameter.grad is None:
+            parameter.grad = torch.zeros_like(parameter)
+        buckets.setdefault((parameter.grad.dtype, parameter.grad.device), []).append(parameter)
+    scale = 1.0 / world_size
+    for members in buckets.values():
+        start = 0
+        while start < len(members):
+            stop, size = start, 0
+            while stop < len(members) and (stop == start or size + members[stop].numel() <= BUCKET_ELEMENTS):
+                size += members[stop].numel()
+                stop += 1
+            grads = [p.grad for p in members[start:stop]]
+            flat = torch.cat([g.reshape(-1) for g in grads]).mul_(scale)
+            dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
+            offset = 0
+            for grad in grads:
+                grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
+                offset += grad.numel()
+            start = stop
 
 
 def zero_gradient_term(model: Any) -> torch.Tensor:

@@ -23,10 +23,13 @@ from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
 from rlvr.memory import release_memory
 from rlvr.training.chunked_loss import (
+    average_gradients,
+    ddp_module,
     loss_chunks,
     select_rows,
     split_group_runs,
     why_not_chunked,
+    why_not_distributed,
     zero_gradient_term,
 )
 from rlvr.training.controls import (
@@ -116,8 +119,11 @@ class RlvrGRPOTrainer(TrlHooks):
     def _why_not_shared_loss(self) -> str | None:
         from transformers import ProcessorMixin
 
-        if self.accelerator.num_processes > 1 or self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            return "several processes or a sharded model: the two-pass forward is checked in one process only"
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            return f"the prompt pass runs outside the engine's forward ({why_not_distributed(self)})"
+        if self.accelerator.num_processes > 1 and why_not_chunked(self) is not None:
+            # Under DDP the pieces run on the module DDP wraps; TRL's whole-batch forward runs through DDP's.
+            return "several processes without the piecewise loss: the prompt pass would run outside DDP's forward"
         if isinstance(self.processing_class, ProcessorMixin):
             return "multimodal processor"
         if self.args.gradient_checkpointing:
@@ -309,30 +315,73 @@ class RlvrGRPOTrainer(TrlHooks):
         Each group's weighted loss is back-propagated here; the returned value is the micro-batch's loss,
         detached, plus a zero term whose backward (the Trainer's) adds nothing to the gradients. The pieces
         of a split group share one prompt pass on the shared-prompt path (:class:`SplitGroupPrompt`).
+
+        Under DDP the pieces run on the module DDP wraps, with TRL's metric collectives kept to this process,
+        so processes may run different numbers of pieces; then every process exchanges the pieces' metrics once
+        and, at the accumulation boundary, averages the gradients once (:func:`average_gradients`). The
+        Trainer's backward of the zero term does not go through DDP's forward, so DDP does not all-reduce again.
         """
+        ddp, module = ddp_module(model)
+        if ddp is None and self.accelerator.num_processes > 1:
+            raise RlvrError("the piecewise loss runs under several processes only with DDP; the model is not DDP")
         chunks = loss_chunks(inputs, self.loss_type, self.loss_chunk_rows)
         # A chunk with all advantages 0 and beta 0 has loss 0 and gradient 0: it is not forwarded.
         learning = [(rows, weight) for rows, weight in chunks
                     if self.beta != 0.0 or bool(inputs["advantages"][rows].any())]
         zero = zero_gradient_term(model)
         total = zero.detach()
-        for prompt, run in split_group_runs(inputs, learning):
-            split = None
-            if prompt is not None and self.shared_prompt.loss is None:
-                split = SplitGroupPrompt(model, prompt, self.accelerator.autocast)
-            self._split_group = split
-            try:
-                for rows, weight in run:
-                    loss = super().compute_loss(model, select_rows(inputs, rows)) * weight
-                    self.accelerator.backward(loss)
-                    total = total + loss.detach()  # stays on the device: no host sync per piece
-            finally:
-                self._split_group = None
-            if split is not None:
-                split.backward()  # the group's prompt, once, with all its pieces' gradient
-        skipped = 1.0 - len(learning) / len(chunks) if chunks else 1.0
-        self.metric_lists["train"]["update/skipped_share"].append(skipped)
+        with self._collectives_kept_local(ddp):
+            for prompt, run in split_group_runs(inputs, learning):
+                split = None
+                if prompt is not None and self.shared_prompt.loss is None:
+                    split = SplitGroupPrompt(module, prompt, self.accelerator.autocast)
+                self._split_group = split
+                try:
+                    for rows, weight in run:
+                        loss = super().compute_loss(module, select_rows(inputs, rows)) * weight
+                        self.accelerator.backward(loss)
+                        total = total + loss.detach()  # stays on the device: no host sync per piece
+                finally:
+                    self._split_group = None
+                if split is not None:
+                    split.backward()  # the group's prompt, once, with all its pieces' gradient
+            skipped = 1.0 - len(learning) / len(chunks) if chunks else 1.0
+            self.metric_lists["train"]["update/skipped_share"].append(skipped)
+        if ddp is not None and self.accelerator.sync_gradients:
+            average_gradients([p for p in model.parameters() if p.requires_grad], self.accelerator.num_processes)
         return zero + total
+
+    @contextlib.contextmanager
+    def _collectives_kept_local(self, ddp: Any) -> Iterator[None]:
+        """Under DDP: TRL's metric gathers and reductions in each piece's loss see this process only, and the
+        metrics the pieces add are exchanged once afterwards (every process then holds every process's entries,
+        one per piece, as one process's pieces log them); ``ddp.no_sync`` for good measure. Without DDP: nothing."""
+        if ddp is None:
+            yield
+            return
+        from accelerate.utils import gather_object
+
+        accelerator, metrics = self.accelerator, self.metric_lists["train"]
+        before = {key: len(values) for key, values in metrics.items()}
+        shadowed = {name: vars(accelerator)[name] for name in ("gather", "reduce") if name in vars(accelerator)}
+        accelerator.gather = lambda tensor: tensor
+        accelerator.reduce = lambda tensor, reduction="sum", scale=1.0: tensor
+        try:
+            with ddp.no_sync():
+                yield
+        finally:
+            for name in ("gather", "reduce"):
+                if name in shadowed:
+                    setattr(accelerator, name, shadowed[name])
+                else:
+                    delattr(accelerator, name)
+        added = {}
+        for key, values in metrics.items():
+            added[key] = values[before.get(key, 0):]
+            del values[before.get(key, 0):]
+        for process in gather_object([added]):
+            for key, values in process.items():
+                metrics[key].extend(values)
 
     def _nothing_to_learn(self, inputs: dict[str, Any]) -> bool:
         """All advantages 0 and no term without them (KL, entropy bonus, MoE loss): the loss is 0, and so its gradient."""
