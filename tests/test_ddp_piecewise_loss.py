@@ -107,14 +107,16 @@ def _trainer(**accelerator):
                            top_entropy_quantile=1.0, aux_loss_enabled=False), DistributedDataParallelKwargs
 
 
-def test_plain_ddp_and_one_process_run_by_pieces_deepspeed_and_fsdp_do_not_and_say_why():
+def test_plain_ddp_and_one_process_run_by_pieces_deepspeed_zero1_and_fsdp_do_not_and_say_why():
     trainer, _ = _trainer()
     assert why_not_chunked(trainer) is None
     trainer.accelerator.num_processes = 1
     assert why_not_chunked(trainer) is None
     deepspeed, _ = _trainer(num_processes=1)
-    deepspeed.is_deepspeed_enabled = True
-    assert "DeepSpeed" in why_not_chunked(deepspeed) and "optimizer" in why_not_distributed(deepspeed)
+    deepspeed.is_deepspeed_enabled = True  # ZeRO-2/3: tests/test_deepspeed_piecewise_loss.py
+    deepspeed.accelerator.state = SimpleNamespace(deepspeed_plugin=SimpleNamespace(zero_stage=1, deepspeed_config={}))
+    deepspeed.accelerator.mixed_precision = "no"
+    assert "DeepSpeed ZeRO stage 1" in why_not_chunked(deepspeed) and "ZeRO-2" in why_not_distributed(deepspeed)
     fsdp, _ = _trainer()
     fsdp.is_fsdp_enabled = True
     assert why_not_chunked(fsdp).startswith("FSDP gathers the parameters in every forward")

@@ -15,14 +15,19 @@ group's activations are alive at a time, and the gradients add up to TRL's whole
 A group whose advantages are all zero, with no KL term (``beta`` 0), adds exactly nothing to the
 loss or the gradient and is not forwarded at all. What does not split this way runs TRL's
 whole-batch loss, and :func:`why_not_chunked` says why: an entropy bonus or a top-entropy mask (both
-computed over the whole micro-batch), an MoE auxiliary loss, VESPO, DeepSpeed and FSDP (see
-:func:`why_not_distributed`).
+computed over the whole micro-batch), an MoE auxiliary loss, VESPO, FSDP, and DeepSpeed other than ZeRO-2/3
+without offload or fp16 (see :func:`why_not_distributed`).
 
 Under DDP (several processes) each process runs its own micro-batch's pieces on the module DDP wraps, so no
 piece's forward or backward touches DDP's reducer: ranks may run different numbers of pieces (all-zero
 groups are skipped) without a collective per piece. At the gradient-accumulation boundary every process then
 averages the trainable parameters' gradients once (:func:`average_gradients`), as DDP's own one backward per
 micro-batch would: gradient times ``1 / world_size``, summed over the processes.
+
+Under DeepSpeed ZeRO-2/3 each piece is one of the engine's micro-steps (its forward, then ``engine.backward`` with
+the accumulation boundary off); the last piece is left to the Trainer's backward, which sets the boundary and steps.
+ZeRO reduces gradients in every backward (ZeRO-3 also gathers parameters in every forward), so every process runs
+the largest process's number of pieces, the extra ones on a real row with weight 0 (:func:`why_not_deepspeed`).
 
 A group larger than ``run.loss_chunk_rows`` is cut into pieces, each back-propagated on its own. On the
 shared-prompt loss path its prompt still runs once, forward and back, for all the pieces
@@ -50,8 +55,7 @@ def why_not_distributed(trainer: Any) -> str | None:
 
     accelerator = trainer.accelerator
     if trainer.is_deepspeed_enabled:
-        return ("DeepSpeed reduces gradients and steps the optimizer inside the backward of an accumulation "
-                "boundary's micro-batch, so it takes one backward per micro-batch")
+        return why_not_deepspeed(accelerator.state.deepspeed_plugin, getattr(accelerator, "mixed_precision", "no"))
     if trainer.is_fsdp_enabled:
         return "FSDP gathers the parameters in every forward: ranks with different numbers of pieces would deadlock"
     if accelerator.num_processes == 1:
@@ -64,6 +68,39 @@ def why_not_distributed(trainer: Any) -> str | None:
     hook = getattr(handler, "comm_hook", None)
     if hook is not None and getattr(hook, "value", hook) not in (None, "no"):
         return f"DDP communication hook {getattr(hook, 'value', hook)!r}: gradients are averaged by DDP's backward only"
+    return None
+
+
+#: The DeepSpeed ZeRO stages the piece loop runs under (checked against TRL's step: tests/test_deepspeed_piecewise_loss.py).
+DEEPSPEED_STAGES = (2, 3)
+
+
+def why_not_deepspeed(plugin: Any, mixed_precision: str = "no") -> str | None:
+    """None when the loss can run by pieces under this DeepSpeed plugin (ZeRO-2 or ZeRO-3, no offload, no fp16 loss
+    scaling), else why not.
+
+    Each piece is one of DeepSpeed's own micro-steps: a forward through the engine and ``engine.backward`` with the
+    accumulation boundary off, the documented way to accumulate before one ``engine.step``; the micro-batch's last
+    piece is left to the Trainer's backward, which sets the boundary and steps. ZeRO-2/3 reduce gradients in every
+    backward and ZeRO-3 gathers parameters in every forward, so every process runs as many pieces as the process
+    with the most (the extra ones weigh 0); see :meth:`rlvr.training.trainer.RlvrGRPOTrainer._loss_by_group`.
+    """
+    config = dict(getattr(plugin, "deepspeed_config", None) or {})
+    zero = dict(config.get("zero_optimization") or {})
+    stage = int(zero.get("stage", getattr(plugin, "zero_stage", 0)) or 0)
+    if stage not in DEEPSPEED_STAGES:
+        return (f"DeepSpeed ZeRO stage {stage}: the piece loop (several engine backwards per micro-batch) is checked "
+                "under ZeRO-2 and ZeRO-3 only")
+    for part in ("offload_optimizer", "offload_param"):
+        device = str((zero.get(part) or {}).get("device", "none")).lower()
+        if device not in ("none", "", "auto"):
+            return (f"DeepSpeed ZeRO-{stage} with {part} to {device}: the piece loop is checked without offload "
+                    "(offload accumulates gradients on the host per backward)")
+    fp16 = str((config.get("fp16") or {}).get("enabled", "")).lower()
+    if mixed_precision == "fp16" or fp16 == "true":
+        return "DeepSpeed fp16: the piece loop is checked in float32 and bfloat16 only (no loss scaling)"
+    if config.get("managed_gradient_accumulation") is False:
+        return "DeepSpeed managed_gradient_accumulation: false: the pieces rely on the engine's accumulation boundary"
     return None
 
 

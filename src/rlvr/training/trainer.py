@@ -26,6 +26,7 @@ from rlvr.training.chunked_loss import (
     average_gradients,
     ddp_module,
     loss_chunks,
+    loss_mask,
     select_rows,
     split_group_runs,
     why_not_chunked,
@@ -119,7 +120,13 @@ class RlvrGRPOTrainer(TrlHooks):
     def _why_not_shared_loss(self) -> str | None:
         from transformers import ProcessorMixin
 
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+        if self.is_deepspeed_enabled:
+            # ZeRO reduces gradients in every backward (and ZeRO-3 gathers parameters in every forward), so the
+            # processes must run the same passes piece for piece; a group's prompt pass runs where each process's
+            # groups put it.
+            return ("DeepSpeed: every process must run the same forwards and backwards, piece for piece, and the "
+                    "prompt passes follow each process's groups")
+        if self.is_fsdp_enabled:
             return f"the prompt pass runs outside the engine's forward ({why_not_distributed(self)})"
         if self.accelerator.num_processes > 1 and why_not_chunked(self) is not None:
             # Under DDP the pieces run on the module DDP wraps; TRL's whole-batch forward runs through DDP's.
@@ -320,17 +327,21 @@ class RlvrGRPOTrainer(TrlHooks):
         so processes may run different numbers of pieces; then every process exchanges the pieces' metrics once
         and, at the accumulation boundary, averages the gradients once (:func:`average_gradients`). The
         Trainer's backward of the zero term does not go through DDP's forward, so DDP does not all-reduce again.
+        Under DeepSpeed ZeRO-2/3 each piece is an engine micro-step instead (:meth:`_loss_by_deepspeed_pieces`).
         """
-        ddp, module = ddp_module(model)
-        if ddp is None and self.accelerator.num_processes > 1:
-            raise RlvrError("the piecewise loss runs under several processes only with DDP; the model is not DDP")
         chunks = loss_chunks(inputs, self.loss_type, self.loss_chunk_rows)
         # A chunk with all advantages 0 and beta 0 has loss 0 and gradient 0: it is not forwarded.
         learning = [(rows, weight) for rows, weight in chunks
                     if self.beta != 0.0 or bool(inputs["advantages"][rows].any())]
+        if self.is_deepspeed_enabled:
+            return self._loss_by_deepspeed_pieces(model, inputs, learning, len(chunks))
+        ddp, module = ddp_module(model)
+        if ddp is None and self.accelerator.num_processes > 1:
+            raise RlvrError("the piecewise loss runs under several processes only with DDP or DeepSpeed; "
+                            "the model is neither")
         zero = zero_gradient_term(model)
         total = zero.detach()
-        with self._collectives_kept_local(ddp):
+        with self._collectives_kept_local(ddp.no_sync() if ddp is not None else None):
             for prompt, run in split_group_runs(inputs, learning):
                 split = None
                 if prompt is not None and self.shared_prompt.loss is None:
@@ -351,12 +362,57 @@ class RlvrGRPOTrainer(TrlHooks):
             average_gradients([p for p in model.parameters() if p.requires_grad], self.accelerator.num_processes)
         return zero + total
 
+    def _loss_by_deepspeed_pieces(self, engine, inputs: dict[str, Any], learning: list[tuple[torch.Tensor, float]],  # noqa: ANN001
+                                  chunks: int) -> torch.Tensor:
+        """The pieces under DeepSpeed ZeRO-2/3 (:func:`rlvr.training.chunked_loss.why_not_deepspeed`).
+
+        Each piece is one of DeepSpeed's micro-steps: TRL's loss through the engine's forward, then
+        ``engine.backward`` with the accumulation boundary off and no scaling by the engine's accumulation steps
+        (TRL's loss is already scaled, as the Trainer's own DeepSpeed backward assumes). The last piece is
+        returned, with the other pieces' losses added detached, for the Trainer's backward: accelerate sets the
+        boundary there and steps the engine at the optimizer step's last micro-batch, as on TRL's path, so the
+        engine sees one boundary backward and one step per optimizer step.
+
+        ZeRO-2/3 reduce gradients in every backward, and ZeRO-3 gathers parameters in every forward, so every
+        process runs the largest process's number of pieces: the extra pieces run a real row with weight 0 (their
+        gradient is exactly 0) and their metrics are dropped. A process with nothing to learn runs only those.
+        """
+        import torch.distributed as dist
+
+        if not (hasattr(engine, "backward") and hasattr(engine, "set_gradient_accumulation_boundary")):
+            raise RlvrError("the piecewise loss under DeepSpeed needs the DeepSpeed engine as the model")
+        count = torch.tensor([len(learning)], device=self.accelerator.device)
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.all_reduce(count, op=dist.ReduceOp.MAX)
+        runs = max(1, int(count.item()))
+        scored = loss_mask(inputs).any(dim=1).nonzero().flatten()
+        padding = (scored[:1] if scored.numel() else torch.zeros(1, dtype=torch.long, device=scored.device), 0.0)
+        pieces = learning + [padding] * (runs - len(learning))
+        metrics = self.metric_lists["train"]
+        total, last = None, None
+        with self._collectives_kept_local(contextlib.nullcontext()):
+            for index, (rows, weight) in enumerate(pieces):
+                before = {key: len(values) for key, values in metrics.items()}
+                loss = super().compute_loss(engine, select_rows(inputs, rows)) * weight
+                if index >= len(learning):  # a padding piece: its metrics describe nothing learned
+                    _truncate_metrics(metrics, before)
+                if index == runs - 1:
+                    last = loss
+                    break
+                engine.set_gradient_accumulation_boundary(False)
+                engine.backward(loss, scale_wrt_gas=False)
+                total = loss.detach() if total is None else total + loss.detach()
+            skipped = 1.0 - len(learning) / chunks if chunks else 1.0
+            metrics["update/skipped_share"].append(skipped)
+        return last if total is None else last + total
+
     @contextlib.contextmanager
-    def _collectives_kept_local(self, ddp: Any) -> Iterator[None]:
-        """Under DDP: TRL's metric gathers and reductions in each piece's loss see this process only, and the
-        metrics the pieces add are exchanged once afterwards (every process then holds every process's entries,
-        one per piece, as one process's pieces log them); ``ddp.no_sync`` for good measure. Without DDP: nothing."""
-        if ddp is None:
+    def _collectives_kept_local(self, local: contextlib.AbstractContextManager | None) -> Iterator[None]:
+        """Under several processes (``local``: entered around the pieces, e.g. ``ddp.no_sync()``): TRL's metric
+        gathers and reductions in each piece's loss see this process only, and the metrics the pieces add are
+        exchanged once afterwards (every process then holds every process's entries, one per piece, as one
+        process's pieces log them). With ``local`` None: nothing."""
+        if local is None:
             yield
             return
         from accelerate.utils import gather_object
@@ -367,7 +423,7 @@ class RlvrGRPOTrainer(TrlHooks):
         accelerator.gather = lambda tensor: tensor
         accelerator.reduce = lambda tensor, reduction="sum", scale=1.0: tensor
         try:
-            with ddp.no_sync():
+            with local:
                 yield
         finally:
             for name in ("gather", "reduce"):
@@ -481,6 +537,14 @@ class RlvrGRPOTrainer(TrlHooks):
         dataset = self.train_dataset
         picks = [self._resample_rng.randrange(len(dataset)) for _ in range(groups)]
         return [dict(dataset[i]) for i in picks for _ in range(self.num_generations)]
+
+
+def _truncate_metrics(metrics: dict[str, list[Any]], lengths: dict[str, int]) -> None:
+    """Cut each metric list back to its length in ``lengths``; a list not there before, left empty, goes."""
+    for key in list(metrics):
+        del metrics[key][lengths.get(key, 0):]
+        if key not in lengths:
+            del metrics[key]
 
 
 def _number(value: float) -> float | None:
