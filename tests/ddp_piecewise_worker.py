@@ -22,6 +22,7 @@ import os
 import sys
 
 import torch
+from two_ranks import fixed_micro_batches, tiny_run  # this script's directory is on sys.path
 
 
 def main(model_dir: str, out_dir: str) -> None:
@@ -31,13 +32,7 @@ def main(model_dir: str, out_dir: str) -> None:
     from rlvr.training.run import build_trainer
 
     rank = int(os.environ["RANK"])
-    recipe = load_recipe(None, [
-        f"model.name_or_path={model_dir}", "model.dtype=float32", "task.train_size=16", "task.shots=1",
-        "grpo.max_steps=1", "grpo.per_device_train_batch_size=8", "grpo.num_generations=4",
-        "grpo.steps_per_generation=2", "grpo.gradient_accumulation_steps=2", "grpo.max_completion_length=12",
-        "grpo.save_strategy=no", "grpo.report_to=[]", "run.eval_items=0", "run.keep_best=false",
-        f"run.output_dir={out_dir}/run", "grpo.beta=0.0",
-    ])
+    recipe = load_recipe(None, tiny_run(model_dir, out_dir))
     trainer = build_trainer(recipe, quiet=True)
     plan = {"chunks": trainer.shared_prompt.chunks, "loss": trainer.shared_prompt.loss,
             "summary": trainer.shared_prompt.summary(), "processes": trainer.accelerator.num_processes}
@@ -48,21 +43,7 @@ def main(model_dir: str, out_dir: str) -> None:
     trainer.model.train()
     torch.manual_seed(1 + rank)
     batch = trainer.rollout_batch(next(iter(trainer.get_train_dataloader())))
-    rows = batch["completion_ids"].size(0)
-    order = torch.randperm(rows, generator=torch.Generator().manual_seed(2 + rank))  # TRL shuffles, then splits
-    micros = []
-    for part, picked in enumerate(order.chunk(2)):
-        micro = {k: v[picked].clone() if torch.is_tensor(v) and v.dim() > 0 and v.size(0) == rows else v
-                 for k, v in batch.items()}
-        micro["advantages"] = torch.randn(len(picked), generator=torch.Generator().manual_seed(10 * rank + part))
-        if rank == 1 and part == 0:  # one group (every row of the first row's prompt): all-zero advantages
-            same = (micro["prompt_ids"] == micro["prompt_ids"][0]).all(dim=1)
-            micro["advantages"][same] = 0.0
-        if rank == 1 and part == 1:
-            micro["advantages"].zero_()  # nothing to learn on this rank in the micro-batch that ends the step
-        if rank == 0 and part == 1:
-            micro["completion_mask"][1] = 0  # a dropped row
-        micros.append(micro)
+    micros = fixed_micro_batches(batch, rank)
 
     calls = {"count": 0}
 

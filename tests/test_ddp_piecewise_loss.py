@@ -9,16 +9,12 @@ inside its loss are exchanged once per micro-batch.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from two_ranks import rank_environment, run_two_ranks
 
 import rlvr
 from rlvr.training.chunked_loss import average_gradients, why_not_chunked, why_not_distributed
@@ -26,36 +22,11 @@ from rlvr.training.chunked_loss import average_gradients, why_not_chunked, why_n
 WORKER = Path(__file__).with_name("ddp_piecewise_worker.py")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory, tiny_model_dir):
     out = tmp_path_factory.mktemp("ddp-piecewise")
-    src = Path(rlvr.__file__).resolve().parent.parent
-    base = {
-        **os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-        "CUDA_VISIBLE_DEVICES": "", "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1",
-    }
-    start = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(tiny_model_dir), str(out)],
-                              env={**base, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=out,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    logs = []
-    for proc in procs:
-        try:
-            logs.append(proc.communicate(timeout=600)[0])
-        except subprocess.TimeoutExpired:
-            for other in procs:
-                other.kill()
-            raise
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(log[-4000:] for log in logs)
-    print(f"two DDP ranks ran in {time.monotonic() - start:.0f} s")
-    return [torch.load(out / f"rank-{r}.pt", weights_only=False) for r in range(2)]
+    env = rank_environment(Path(rlvr.__file__).resolve().parent.parent)
+    return run_two_ranks(WORKER, [str(tiny_model_dir), str(out)], env, out, "DDP")
 
 
 @pytest.mark.slow

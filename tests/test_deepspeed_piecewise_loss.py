@@ -10,16 +10,12 @@ are exchanged once per micro-batch, without the padding pieces' entries.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from two_ranks import rank_environment, run_two_ranks
 
 import rlvr
 from rlvr.training.chunked_loss import why_not_chunked, why_not_deepspeed, why_not_distributed
@@ -27,43 +23,19 @@ from rlvr.training.chunked_loss import why_not_chunked, why_not_deepspeed, why_n
 WORKER = Path(__file__).with_name("deepspeed_piecewise_worker.py")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module", params=[2, 3], ids=["zero2", "zero3"])
 def ranks(request, tmp_path_factory, tiny_model_dir):
     pytest.importorskip("deepspeed")
     stage = request.param
     out = tmp_path_factory.mktemp(f"zero{stage}-piecewise")
-    src = Path(rlvr.__file__).resolve().parent.parent
-    base = {
-        **os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
-        "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1",
+    env = rank_environment(Path(rlvr.__file__).resolve().parent.parent, **{
         # What `accelerate launch --config zero2|zero3` sets (src/rlvr/configs/accelerate), in float32.
         "ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": str(stage),
         "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": "none",
         "ACCELERATE_DEEPSPEED_ZERO3_INIT": str(stage == 3).lower(), "ACCELERATE_MIXED_PRECISION": "no",
-    }
-    base.pop("ACCELERATE_USE_CPU", None)  # Accelerate would leave DeepSpeed out
-    start = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, str(WORKER), str(tiny_model_dir), str(out)],
-                              env={**base, "RANK": str(r), "LOCAL_RANK": str(r)}, cwd=out,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    logs = []
-    for proc in procs:
-        try:
-            logs.append(proc.communicate(timeout=600)[0])
-        except subprocess.TimeoutExpired:
-            for other in procs:
-                other.kill()
-            raise
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(log[-4000:] for log in logs)
-    print(f"two ZeRO-{stage} ranks ran in {time.monotonic() - start:.0f} s")
-    return stage, [torch.load(out / f"rank-{r}.pt", weights_only=False) for r in range(2)]
+    })
+    env.pop("ACCELERATE_USE_CPU", None)  # Accelerate would leave DeepSpeed out
+    return stage, run_two_ranks(WORKER, [str(tiny_model_dir), str(out)], env, out, f"ZeRO-{stage}")
 
 
 @pytest.mark.slow
