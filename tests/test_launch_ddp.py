@@ -115,3 +115,9 @@ def test_two_grpo_steps_ran_and_exactly_one_adapter_was_saved(ddp_run):
     adapters = list(out.rglob("adapter_model.safetensors"))
     assert adapters == [out / "adapter" / "adapter_model.safetensors"]
     assert (out / "adapter" / "adapter_config.json").is_file()
+
+
+def test_the_user_reads_one_summary_not_one_per_process(ddp_run):
+    done, _, _ = ddp_run
+    assert done.stdout.count("Trained 2 steps") == 1, done.stdout[-3000:]
+    assert done.stdout.count("rlvr: training 'ddp-tiny'") == 1

@@ -26,17 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rlvr.config import load_recipe
+    from rlvr.runlock import main_rank
     from rlvr.training.run import train
 
     overrides = list(args.overrides)
     if args.output_dir:
         overrides.append(f"run.output_dir={args.output_dir}")
     recipe = load_recipe(args.recipe, overrides)
-    for note in recipe.notes:  # e.g. no grpo section: the CPU default's taken
+    speaks = main_rank()  # under rlvr launch every process runs this; rank 0 alone tells the user
+    for note in recipe.notes if speaks else []:  # e.g. no grpo section: the CPU default's taken
         print(f"rlvr: {note}", file=sys.stderr, flush=True)
-    print(f"rlvr: training '{recipe.name}' ({recipe.source}) -> {recipe.output_dir}", flush=True)
+    if speaks:
+        print(f"rlvr: training '{recipe.name}' ({recipe.source}) -> {recipe.output_dir}", flush=True)
     result = train(recipe, resume=args.resume or False)
-    print_summary(result)
+    if speaks:
+        print_summary(result)
     return 0
 
 
