@@ -1,6 +1,7 @@
 """Cost per completion of a GRPO step: plain TRL ``GRPOTrainer`` vs rlvr, same recipe, same run.
 
     flock /tmp/rlvr-cpu.lock python benchmarks/grpo_cost.py
+    python benchmarks/grpo_cost.py --launch ddp --num-processes 2   # each trainer on 2 processes under DDP
 
 Both trainers get the same model, data, reward functions, LoRA config and ``GRPOConfig`` from one
 recipe (default: the embedded CPU default), with the same seed. The baseline is TRL's own
@@ -10,14 +11,22 @@ runs each group's prompt once in generation and in the loss, and drops finished 
 generation batch. Prints seconds and completion tokens per completion for both, and their ratios.
 Steady-state steps only (the first, warm-up step is left out); means and medians, since one step
 slowed by another process moves a mean of ten.
+
+``--launch CONFIG --num-processes N`` runs each trainer as N processes under ``accelerate launch``
+with one of rlvr's engine configs, as ``rlvr launch`` would (``benchmarks/launched.py``), one trainer
+after the other. A step's completions then count every process's (``per_device_train_batch_size`` x
+accumulation x N), and the step time is rank 0's (the ranks wait for each other every step).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 from transformers import TrainerCallback
 
@@ -83,11 +92,20 @@ def measure(trainer) -> dict:  # noqa: ANN001
     }
 
 
+def run_one(recipe_name: str | None, label: str, overrides: list[str]) -> dict:
+    recipe = load_recipe(recipe_name, [*overrides, f"run.output_dir=/tmp/rlvr-bench-cost-{label.split()[0]}"])
+    trainer = plain_trl_trainer(recipe) if label.startswith("plain") else build_trainer(recipe, quiet=True)
+    return measure(trainer)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default=None, help="recipe (default: cpu-default)")
     parser.add_argument("--steps", type=int, default=11, help="optimizer steps per trainer (the first is warm-up)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override, repeatable")
+    parser.add_argument("--launch", metavar="CONFIG", help="run each trainer under accelerate launch with this config")
+    parser.add_argument("--num-processes", type=int, default=2, help="processes per trainer with --launch")
+    parser.add_argument("--only", choices=("plain", "rlvr"), help="run one trainer in this process (used by --launch)")
     args = parser.parse_args()
     overrides = [
         f"grpo.max_steps={args.steps}",
@@ -99,14 +117,27 @@ def main() -> None:
         "run.keep_best=false",  # it needs the validation evaluations turned off above
         *args.overrides,
     ]
+    labels = {"plain": "plain TRL GRPOTrainer", "rlvr": "rlvr"}
+    if args.only:
+        print(json.dumps({"rank": int(os.environ.get("RANK", "0")), **run_one(args.recipe, labels[args.only],
+                                                                              overrides)}), flush=True)
+        return
     results = {}
-    for label in ("plain TRL GRPOTrainer", "rlvr"):
-        recipe = load_recipe(args.recipe, [*overrides, f"run.output_dir=/tmp/rlvr-bench-cost-{label.split()[0]}"])
-        trainer = plain_trl_trainer(recipe) if label.startswith("plain") else build_trainer(recipe, quiet=True)
-        results[label] = measure(trainer)
+    for only, label in labels.items():
+        if args.launch:
+            sys.path.insert(0, str(Path(__file__).parent))
+            from launched import run_launched
+
+            arguments = ["--only", only, "--steps", str(args.steps), *[f"--set={o}" for o in args.overrides]]
+            arguments += ["--recipe", args.recipe] if args.recipe else []
+            results[label] = run_launched(args.launch, args.num_processes, Path(__file__), arguments)[0]
+        else:
+            results[label] = run_one(args.recipe, label, overrides)
         print(label, json.dumps(results[label]), flush=True)
     base, ours = results.values()
     print()
+    if args.launch:
+        print(f"{args.launch}, {args.num_processes} processes; a step's completions count all processes")
     print(f"{'':24}{'s/completion':>14}{'(median)':>10}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}")
     for label, r in results.items():
         print(f"{label:24}{r['seconds_per_completion']:14.2f}{r['median_seconds_per_completion']:10.2f}"
