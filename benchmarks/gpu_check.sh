@@ -3,13 +3,14 @@
 #
 # Builds a small random Llama model (about 75M parameters) with rlvr's offline character-level tokenizer
 # (rlvr.testing; no hub), then runs a few GRPO steps of the arithmetic task (generated data) three ways
-# through `rlvr launch` on one process:
+# through `rlvr launch` on one process (two, NCCL, where the machine has two GPUs or more):
 #   1. ddp config, transformers generation
 #   2. ddp config, vLLM colocate generation                 (skipped, with a note, without vllm)
 #   3. zero3 config (DeepSpeed ZeRO-3), transformers generation  (skipped, with a note, without deepspeed)
 #   4. ddp and zero3 configs with 4-bit NF4 base weights (QLoRA)  (skipped, with a note, without bitsandbytes)
-# and prints seconds per step (training time from the run's summary.json / steps) and peak GPU memory (nvidia-smi, sampled every
-# 200 ms, so vLLM's preallocated pool counts) for each. Then it runs `rlvr experiment` at a reduced size (the same
+# and prints seconds per step (training time from the run's summary.json / steps), peak GPU memory (nvidia-smi, sampled every
+# 200 ms, so vLLM's preallocated pool counts) and the loss path that ran (summary.json's shared_prompt: rlvr's
+# piecewise loss under DDP and ZeRO-3, docs/scale-out.md) for each. Then it runs `rlvr experiment` at a reduced size (the same
 # model and steps, shots 0,1,2 on the first 50 test items, transformers evaluation) and prints its wall time, the
 # sweep and where the report is; a second run of the same command must skip every stage.
 #
@@ -27,6 +28,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="$(mktemp -d -t rlvr-gpu-check-XXXX)"
 export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+NPROC=$(python -c "import torch; print(min(2, torch.cuda.device_count()))")
 echo "gpu_check: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | head -1); work dir $WORK"
 
 python -c "
@@ -78,7 +80,7 @@ run_case() {  # $1 label, $2 accelerate config, $3 extra grpo lines, $4 extra mo
   local sampler=$!
   local start end code peak runtime
   start=$(date +%s.%N)
-  python -m rlvr launch --config "$2" --num-processes 1 "$dir/recipe.yaml" > "$dir/log.txt" 2>&1
+  python -m rlvr launch --config "$2" --num-processes "$NPROC" "$dir/recipe.yaml" > "$dir/log.txt" 2>&1
   code=$?
   end=$(date +%s.%N)
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
@@ -92,9 +94,14 @@ run_case() {  # $1 label, $2 accelerate config, $3 extra grpo lines, $4 extra mo
   fi
   awk -v l="$label" -v r="$runtime" -v p="$peak" -v s="$start" -v e="$end" 'BEGIN {
     printf "%-20s %8.3f s/step   peak GPU memory %7s MiB   (wall %.0f s with start-up)\n", l, r, p, e - s }'
+  python -c "
+import json, sys
+path = json.load(open(sys.argv[1])).get('shared_prompt', {})
+print('                     loss:', path.get('loss', '?'), '|', path.get('loss_batch', '?'))
+" "$dir/out/summary.json"
 }
 
-echo "gpu_check: $STEPS GRPO steps per case, 1 process, 16 completions per step"
+echo "gpu_check: $STEPS GRPO steps per case, $NPROC process(es), 16 completions per step and process"
 run_case "ddp-transformers" ddp ""
 if python -c "import vllm" >/dev/null 2>&1; then
   run_case "ddp-vllm-colocate" ddp "  use_vllm: true

@@ -2,6 +2,7 @@
 
     python benchmarks/memory.py                        # SmolLM2-135M, the CPU default, 3 steps
     python benchmarks/memory.py --shape qwen2-0.5b     # a random Qwen2.5-0.5B-shaped model (152k vocabulary)
+    python benchmarks/memory.py --launch zero3 --num-processes 2   # each arm on 2 processes under ZeRO-3
 
 Each arm runs in a child process of its own (a fresh interpreter, so neither inherits the other's
 heap), built from the same recipe as ``benchmarks/grpo_cost.py`` builds them: the same model, data,
@@ -18,6 +19,13 @@ tokenizer, and adds a seeded noise reward (a hash of the completion) to both arm
 that earns no real reward still has advantages to learn from (rlvr skips zero-advantage groups; the
 noise keeps that from flattering it). Evaluations are off for this shape (a random model's are
 meaningless and slow). Peaks are in GB (10^9 bytes).
+
+``--launch CONFIG --num-processes N`` runs each arm as N processes under ``accelerate launch`` with
+one of rlvr's engine configs (ddp, zero2, zero3, fsdp, ...), started as ``rlvr launch`` starts
+``rlvr train`` (``benchmarks/launched.py``); every process samples its own resident set, and the
+table gives each rank's peaks and the ratio of the largest rank's peak. An arm that would run the
+machine out of memory is stopped first (less than 1.5 GB left) and shown with the peaks it reached
+(a lower bound, ``>=``).
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from launched import rank, run_launched  # noqa: E402
 
 ARMS = ("plain TRL GRPOTrainer", "rlvr")
 SHAPES = ("smollm2-135m", "qwen2-0.5b")
@@ -160,7 +171,6 @@ def run_arm(arm: str, shape: str, steps: int, overrides: list[str]) -> dict:
             sampler.wrap(EvalCallback, "evaluate", "evaluation")
             trainer = build_trainer(recipe, quiet=True)
         else:
-            sys.path.insert(0, str(Path(__file__).parent))
             from grpo_cost import plain_trl_trainer
 
             trainer = plain_trl_trainer(recipe)
@@ -187,33 +197,61 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="recipe override, repeatable")
     parser.add_argument("--only", choices=("plain", "rlvr"), help="run one arm in this process (used by the parent)")
     parser.add_argument("--output", type=Path, help="write the results as JSON here")
+    parser.add_argument("--launch", metavar="CONFIG", help="run each arm under accelerate launch with this config")
+    parser.add_argument("--num-processes", type=int, default=2, help="processes per arm with --launch")
     args = parser.parse_args()
     if args.only:
         arm = ARMS[0] if args.only == "plain" else ARMS[1]
-        print(json.dumps(run_arm(arm, args.shape, args.steps, args.overrides)), flush=True)
+        print(json.dumps({"rank": rank(), **run_arm(arm, args.shape, args.steps, args.overrides)}), flush=True)
         return
-    results = []
+    results = []  # one entry per arm: its ranks' results, rank 0 first
     for only in ("plain", "rlvr"):
-        command = [sys.executable, __file__, "--only", only, "--shape", args.shape, "--steps", str(args.steps)]
-        command += [f"--set={o}" for o in args.overrides]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or not lines:
-            sys.exit(f"{only} arm failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-        results.append(json.loads(lines[-1]))
-        print(json.dumps(results[-1]), flush=True)
-    plain, ours = results
-    print(f"\nshape {args.shape}, {args.steps} steps; peak resident memory (GB) by phase: peak (rise)")
+        arguments = ["--only", only, "--shape", args.shape, "--steps", str(args.steps)]
+        arguments += [f"--set={o}" for o in args.overrides]
+        if args.launch:
+            ranks = run_launched(args.launch, args.num_processes, Path(__file__), arguments)
+        else:
+            ranks = [_run_child([sys.executable, __file__, *arguments], only)]
+        results.append(ranks)
+        for result in ranks:
+            print(json.dumps(result), flush=True)
+    plain, ours = (max(_peak(result) for result in ranks) for ranks in results)
+    engine = f"{args.launch}, {args.num_processes} processes" if args.launch else "one process"
+    print(f"\nshape {args.shape}, {args.steps} steps, {engine}; peak resident memory (GB) by phase: peak (rise)")
     phases = ("load", "generation", "loss", "evaluation")
-    print(f"{'':24}{'peak':>8}" + "".join(f"{p:>20}" for p in phases))
-    for r in results:
-        cells = "".join(f"{_cell(r['phases'].get(p)):>20}" for p in phases)
-        print(f"{r['arm']:24}{r['peak_gb']:8.2f}{cells}")
-    print(f"ratio (plain TRL / rlvr) of peak resident memory: {plain['peak_gb'] / ours['peak_gb']:.2f}x")
+    print(f"{'':32}{'peak':>8}" + "".join(f"{p:>20}" for p in phases))
+    for arm, ranks in zip(ARMS, results):
+        for r in ranks:
+            label = f"{arm} (rank {r['rank']})" if args.launch else arm
+            if "stopped" in r:  # the machine ran out of memory: what the rank held when the arm was stopped
+                print(f"{label:32}{'>=' + format(r['outside_peak_gb'], '.2f'):>8}   stopped: {r['stopped']}")
+                continue
+            cells = "".join(f"{_cell(r['phases'].get(p)):>20}" for p in phases)
+            print(f"{label:32}{r['peak_gb']:8.2f}{cells}")
+    largest = "the largest rank's " if args.launch else ""
+    bound = ">= " if any("stopped" in r for r in results[0]) else ""
+    if any("stopped" in r for r in results[1]):
+        print("rlvr's arm was stopped too: no ratio")
+    else:
+        print(f"ratio (plain TRL / rlvr) of {largest}peak resident memory: {bound}{plain / ours:.2f}x")
     if args.output:
         args.output.write_text(json.dumps({"shape": args.shape, "steps": args.steps, "overrides": args.overrides,
-                                           "results": results,
-                                           "ratio": round(plain["peak_gb"] / ours["peak_gb"], 2)}, indent=1))
+                                           "launch": args.launch,
+                                           "num_processes": args.num_processes if args.launch else 1,
+                                           "results": results, "ratio": round(plain / ours, 2)}, indent=1))
+
+
+def _peak(result: dict) -> float:
+    """A rank's peak: its own sampler's, or (stopped for want of memory) the one seen from outside."""
+    return result["outside_peak_gb"] if "stopped" in result else result["peak_gb"]
+
+
+def _run_child(command: list[str], arm: str) -> dict:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        sys.exit(f"{arm} arm failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1])
 
 
 def _cell(phase: dict | None) -> str:
