@@ -113,6 +113,12 @@ def test_deepspeed_on_a_cpu_machine_launches_without_accelerates_cpu_switch():
     assert plan.argv[plan.argv.index("--mixed_precision") + 1] == "no"
 
 
+def test_fsdp_on_a_cpu_machine_is_refused_rather_than_run_as_plain_ddp():
+    plan = plan_launch(LaunchOptions("r.yaml", config="fsdp", num_processes=2), ClusterEnv(), gpus=0)
+    with pytest.raises(RlvrError, match="FSDP, which Accelerate runs on GPUs only.*--config ddp, zero2 or zero3"):
+        check_runnable(plan)
+
+
 def test_deepspeed_config_without_deepspeed_installed_names_the_extra(monkeypatch):
     monkeypatch.setattr(launch_accelerate.importlib.util, "find_spec", lambda name: None)
     plan = plan_launch(LaunchOptions("r.yaml", config="zero2"), ClusterEnv(), gpus=1)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rlvr.errors import RlvrError
 from rlvr.launch.cluster import ClusterEnv
-from rlvr.launch.configs import resolve_config, uses_deepspeed
+from rlvr.launch.configs import resolve_config, uses_deepspeed, uses_fsdp
 
 #: Recipe keys the cluster's data and output paths are written to (as ``--set key=value``).
 TRAIN_DATA_KEY = "task.data"
@@ -130,6 +130,12 @@ def check_runnable(plan: LaunchPlan) -> None:
     from rlvr.config import recipe_data
     from rlvr.launch.engines import check_generation_engine
 
+    if plan.on_cpu and plan.config_path is not None and uses_fsdp(plan.config_path):
+        # Accelerate turns FSDP on for accelerator devices only: on a CPU the processes would run plain DDP.
+        raise RlvrError(
+            f"config {plan.config_path.stem} runs FSDP, which Accelerate runs on GPUs only (on this CPU machine it "
+            "would quietly be plain DDP): use --config ddp, zero2 or zero3 here."
+        )
     if plan.config_path is not None and uses_deepspeed(plan.config_path):
         if importlib.util.find_spec("deepspeed") is None:
             raise RlvrError(

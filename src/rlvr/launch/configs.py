@@ -20,7 +20,7 @@ DESCRIPTIONS = {
     "zero1": "DeepSpeed ZeRO-1: optimizer states sharded",
     "zero2": "DeepSpeed ZeRO-2: optimizer states and gradients sharded",
     "zero3": "DeepSpeed ZeRO-3: parameters, gradients, optimizer states sharded; bf16; 16-bit model saved",
-    "fsdp": "PyTorch FSDP2: parameters sharded per transformer block",
+    "fsdp": "PyTorch FSDP2: parameters sharded per transformer block; GPUs only",
 }
 
 ACCELERATE_CONFIGS: Registry[Path] = Registry("accelerate config")
@@ -45,7 +45,16 @@ def resolve_config(name_or_path: str) -> Path:
 
 def uses_deepspeed(config_path: Path) -> bool:
     """Whether an Accelerate config runs DeepSpeed (read from the file, so custom configs count too)."""
+    return _distributed_type(config_path) == "DEEPSPEED"
+
+
+def uses_fsdp(config_path: Path) -> bool:
+    """Whether an Accelerate config runs FSDP (read from the file, so custom configs count too)."""
+    return _distributed_type(config_path) == "FSDP"
+
+
+def _distributed_type(config_path: Path) -> str:
     import yaml
 
     data = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    return str(data.get("distributed_type", "")).upper() == "DEEPSPEED"
+    return str(data.get("distributed_type", "")).upper()
