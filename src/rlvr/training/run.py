@@ -253,6 +253,8 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
             join_deepspeed_on_cpu()
             values["use_cpu"] = False  # True would make Accelerate leave DeepSpeed out
             values["accelerator_config"] = {**(values.get("accelerator_config") or {}), "use_configured_state": True}
+    if deepspeed_launched():
+        quiet_deepspeed_deprecations()
     for strategy in ("save_strategy", "eval_strategy", "logging_strategy"):
         if values.get(strategy) is False:  # YAML reads a bare `no` as false
             values[strategy] = "no"
@@ -271,6 +273,13 @@ def deepspeed_launched(env: Any = None) -> bool:
     """Whether ``accelerate launch`` started this process with a DeepSpeed config."""
     env = os.environ if env is None else env
     return str(env.get("ACCELERATE_USE_DEEPSPEED", "")).lower() in ("1", "true", "yes")
+
+
+def quiet_deepspeed_deprecations() -> None:
+    """Hide torch's deprecation notice for the collectives DeepSpeed 0.19 calls (``all_gather_into_tensor``,
+    ``reduce_scatter_tensor``): nothing a user can act on, and printed again whenever a library resets the
+    warning filters (220 lines in a 4-step ZeRO-3 run, every process)."""
+    warnings.filterwarnings("ignore", message=r"`torch\.distributed\.\w+` is deprecated", category=FutureWarning)
 
 
 def join_deepspeed_on_cpu() -> None:
