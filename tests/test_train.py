@@ -119,20 +119,21 @@ def test_keep_best_records_the_validation_step_it_kept(tiny_model_dir, tmp_path)
     assert kept["step"] == min(s for s, a in by_step.items() if a == kept["validation_accuracy"])
 
 
-def test_deepspeeds_deprecated_collectives_do_not_flood_the_console():
+def test_deprecation_notices_libraries_raise_inside_training_do_not_flood_the_console():
     import warnings
 
     import torch.distributed
 
-    from rlvr.training.run import quiet_deepspeed_deprecations
+    from rlvr.training.run import quiet_library_deprecations
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        quiet_deepspeed_deprecations()
+        quiet_library_deprecations()
         for collective in (torch.distributed.all_gather_into_tensor, torch.distributed.reduce_scatter_tensor):
             try:
                 collective(torch.zeros(2), torch.zeros(2))  # no process group: fails after its deprecation notice
             except (RuntimeError, ValueError):
                 pass
+        warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning)
         warnings.warn("another library's notice", FutureWarning)
     assert [str(w.message) for w in seen] == ["another library's notice"]

@@ -253,8 +253,7 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
             join_deepspeed_on_cpu()
             values["use_cpu"] = False  # True would make Accelerate leave DeepSpeed out
             values["accelerator_config"] = {**(values.get("accelerator_config") or {}), "use_configured_state": True}
-    if deepspeed_launched():
-        quiet_deepspeed_deprecations()
+    quiet_library_deprecations()
     for strategy in ("save_strategy", "eval_strategy", "logging_strategy"):
         if values.get(strategy) is False:  # YAML reads a bare `no` as false
             values[strategy] = "no"
@@ -275,11 +274,13 @@ def deepspeed_launched(env: Any = None) -> bool:
     return str(env.get("ACCELERATE_USE_DEEPSPEED", "")).lower() in ("1", "true", "yes")
 
 
-def quiet_deepspeed_deprecations() -> None:
-    """Hide torch's deprecation notice for the collectives DeepSpeed 0.19 calls (``all_gather_into_tensor``,
-    ``reduce_scatter_tensor``): nothing a user can act on, and printed again whenever a library resets the
-    warning filters (220 lines in a 4-step ZeRO-3 run, every process)."""
+def quiet_library_deprecations() -> None:
+    """Hide deprecation notices that libraries trigger inside training, which no user can act on and which are
+    printed again whenever a library resets the warning filters: torch's for the collectives DeepSpeed 0.19 calls
+    (``all_gather_into_tensor``, ``reduce_scatter_tensor``: 220 lines in a 4-step ZeRO-3 run) and transformers'
+    for ``is_gradient_checkpointing``, which TRL 1.16 reads around every generation."""
     warnings.filterwarnings("ignore", message=r"`torch\.distributed\.\w+` is deprecated", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 
 def join_deepspeed_on_cpu() -> None:
