@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -118,16 +117,15 @@ def main() -> None:
         *args.overrides,
     ]
     labels = {"plain": "plain TRL GRPOTrainer", "rlvr": "rlvr"}
+    sys.path.insert(0, str(Path(__file__).parent))
+    from launched import report, run_launched
+
     if args.only:
-        print(json.dumps({"rank": int(os.environ.get("RANK", "0")), **run_one(args.recipe, labels[args.only],
-                                                                              overrides)}), flush=True)
+        report(run_one(args.recipe, labels[args.only], overrides))
         return
     results = {}
     for only, label in labels.items():
         if args.launch:
-            sys.path.insert(0, str(Path(__file__).parent))
-            from launched import run_launched
-
             arguments = ["--only", only, "--steps", str(args.steps), *[f"--set={o}" for o in args.overrides]]
             arguments += ["--recipe", args.recipe] if args.recipe else []
             results[label] = run_launched(args.launch, args.num_processes, Path(__file__), arguments)[0]

@@ -3,8 +3,8 @@
 ``memory.py`` and ``grpo_cost.py`` take ``--launch CONFIG --num-processes N``: each arm (plain TRL,
 rlvr) then runs as N processes started by the same ``accelerate launch`` command, config and
 environment that ``rlvr launch --config CONFIG --num-processes N`` would use (gloo and no mixed
-precision on a CPU), so both arms meet the same engine. Every process prints one JSON line with its
-rank; :func:`run_launched` collects them.
+precision on a CPU), so both arms meet the same engine. Every process hands its result to :func:`report`
+(a JSON file per rank: the ranks' printed lines can interleave); :func:`run_launched` collects them.
 
 While the arm runs, a thread here also samples every rank's resident set from outside (``/proc``,
 every 0.1 s). When the machine runs short of memory (less than ``reserve_gb`` available) it stops the
@@ -19,10 +19,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 GB = 1e9
+RESULTS_VARIABLE = "RLVR_BENCH_RESULTS_DIR"
 
 
 def launch_command(config: str, num_processes: int, script: Path, arguments: list[str]) -> tuple[list[str], dict]:
@@ -76,7 +78,8 @@ def run_launched(config: str, num_processes: int, script: Path, arguments: list[
     of memory, each rank gets ``{"rank", "stopped": "out of memory", "outside_peak_gb"}`` instead.
     """
     argv, extra_env = launch_command(config, num_processes, script, arguments)
-    env = {**os.environ, **extra_env}
+    results_dir = Path(tempfile.mkdtemp(prefix="rlvr-bench-ranks-"))
+    env = {**os.environ, **extra_env, RESULTS_VARIABLE: str(results_dir)}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                start_new_session=True)  # its own process group, so a stop reaches every rank
@@ -86,13 +89,22 @@ def run_launched(config: str, num_processes: int, script: Path, arguments: list[
     if watcher.out_of_memory:
         return [{"rank": rank, "stopped": "out of memory", "outside_peak_gb": outside.get(rank)}
                 for rank in range(num_processes)]
-    results = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"rank"')]
+    results = [json.loads(path.read_text()) for path in sorted(results_dir.glob("rank-*.json"))]
     if process.returncode != 0 or len(results) != num_processes:
         sys.exit(f"{' '.join(argv)} failed (exit {process.returncode}, {len(results)} of {num_processes} ranks "
                  f"reported):\n{stderr[-3000:]}")
     for result in results:
         result["outside_peak_gb"] = outside.get(result["rank"])
     return sorted(results, key=lambda result: result["rank"])
+
+
+def report(result: dict) -> None:
+    """Print this process's result as one JSON line and, under :func:`run_launched`, hand it to the parent."""
+    result = {"rank": rank(), **result}
+    line = json.dumps(result)
+    print(line, flush=True)
+    if os.environ.get(RESULTS_VARIABLE):
+        Path(os.environ[RESULTS_VARIABLE], f"rank-{result['rank']}.json").write_text(line)
 
 
 def rank() -> int:

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from launched import rank, run_launched  # noqa: E402
+from launched import report, run_launched  # noqa: E402
 
 ARMS = ("plain TRL GRPOTrainer", "rlvr")
 SHAPES = ("smollm2-135m", "qwen2-0.5b")
@@ -202,7 +202,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.only:
         arm = ARMS[0] if args.only == "plain" else ARMS[1]
-        print(json.dumps({"rank": rank(), **run_arm(arm, args.shape, args.steps, args.overrides)}), flush=True)
+        report(run_arm(arm, args.shape, args.steps, args.overrides))
         return
     results = []  # one entry per arm: its ranks' results, rank 0 first
     for only in ("plain", "rlvr"):

@@ -1,6 +1,7 @@
 """benchmarks/launched.py: a benchmark's arms start as ``rlvr launch`` starts ``rlvr train``, and never run the
 machine out of memory."""
 
+import json
 import subprocess
 import sys
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from launched import RankWatcher, _ranks_under, launch_command  # noqa: E402
+from launched import RESULTS_VARIABLE, RankWatcher, _ranks_under, launch_command, report  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -51,3 +52,11 @@ def test_an_arm_is_stopped_before_the_machine_runs_out_of_memory():
     assert launcher.wait(timeout=10) != 0
     watcher.stop()
     assert watcher.out_of_memory
+
+
+def test_each_rank_hands_its_result_over_in_a_file_of_its_own(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path))
+    monkeypatch.setenv("RANK", "1")
+    report({"peak_gb": 2.5})
+    assert json.loads((tmp_path / "rank-1.json").read_text()) == {"rank": 1, "peak_gb": 2.5}
+    assert json.loads(capsys.readouterr().out) == {"rank": 1, "peak_gb": 2.5}
