@@ -57,7 +57,8 @@ def why_not_distributed(trainer: Any) -> str | None:
     if trainer.is_deepspeed_enabled:
         return why_not_deepspeed(accelerator.state.deepspeed_plugin, getattr(accelerator, "mixed_precision", "no"))
     if trainer.is_fsdp_enabled:
-        return "FSDP gathers the parameters in every forward: ranks with different numbers of pieces would deadlock"
+        return ("FSDP gathers the parameters in every forward, so every rank would have to run the same pieces, as "
+                "under DeepSpeed; that loop is built and checked under DDP and DeepSpeed ZeRO-2/3 only (FSDP needs GPUs)")
     if accelerator.num_processes == 1:
         return None
     if not (accelerator.multi_device or accelerator.distributed_type == DistributedType.MULTI_CPU):
