@@ -134,6 +134,6 @@ def test_deprecation_notices_libraries_raise_inside_training_do_not_flood_the_co
                 collective(torch.zeros(2), torch.zeros(2))  # no process group: fails after its deprecation notice
             except (RuntimeError, ValueError):
                 pass
-        warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning)
-        warnings.warn("another library's notice", FutureWarning)
+        warnings.warn("`is_gradient_checkpointing` is deprecated and will be removed in v6.", FutureWarning, stacklevel=1)
+        warnings.warn("another library's notice", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == ["another library's notice"]
