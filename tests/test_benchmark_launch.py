@@ -2,6 +2,8 @@
 machine out of memory."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -42,7 +44,7 @@ def test_ranks_are_found_below_the_launcher_by_their_rank_variable():
             time.sleep(0.05)
         assert sorted(ranks.values()) == [0, 1]
     finally:
-        subprocess.run(["kill", "-9", f"-{launcher.pid}"], check=False)
+        os.killpg(launcher.pid, signal.SIGKILL)  # not procps' `kill -9 -PGID`: 4.0.2 signals group 9 instead
         launcher.wait()
 
 
