@@ -146,6 +146,14 @@ PANEL: list[Entry] = [
           "two numbers up to 25; at 1-12 (144 questions, too few for 200 test items) the base model was right "
           "greedily on 33% and with 8 samples on 48% (../shared/learning-notes.md); answers spread (constant ~6%)",
           (small_space(250, "625 ordered pairs"),)),
+    Entry("products", "products", {"min_digits": 1, "max_digits": 2},
+          "a product of two 1-2 digit numbers (7 * 38): multiplication, which the default's addition trained "
+          "nothing of; answers spread over ~2,000 values"),
+    Entry("chain_sum", "chain_sum", {"min_terms": 3, "max_terms": 3, "min_digits": 1, "max_digits": 1},
+          "three one-digit terms added or subtracted (4 - 1 - 7): negative answers, three terms; ~1,000 questions"),
+    Entry("number_format", "number_format", {},
+          "the largest or smallest of 2-3 numbers written in different formats (569,204,311.663 vs 5.69e+08), "
+          "answered as a plain number: comparing and rewriting, answers unique"),
     Entry("decimal_chain_sum", "decimal_chain_sum",
           {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1, "min_decimal_places": 1,
            "max_decimal_places": 1},

@@ -47,6 +47,12 @@ def chance(**changes):
     ({"groups_all_wrong": 0.8, "pass_at_g": 0.2}, "too hard", "rlvr filter"),
     ({"groups_all_right": 0.85, "groups_all_wrong": 0.0}, "too easy", "harder items"),
     ({"format_rate": None}, "learnable", "train as is"),  # a task without an answer form is never format-bound
+    ({"constant": {"answer": "son", "accuracy": 0.27, "n": 64}, "pass_at_1": 0.13}, "constant-prone",
+     "always answering 'son' is right on 27%"),
+    ({"constant": {"answer": "3", "accuracy": 0.2, "n": 64}, "pass_at_1": 0.4}, "constant-prone", "no gain above it"),
+    ({"constant": {"answer": "24", "accuracy": 0.05, "n": 64}, "pass_at_1": 0.2}, "learnable", "train as is"),
+    ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
+     "rlvr filter"),  # too hard is said first
 ])
 def test_verdict_from_hand_made_figures(changes, name, suggests):
     found = verdict(figures(**changes))
@@ -93,6 +99,18 @@ def test_figures_from_known_completions():
     assert (f.truncated, f.stopped_at_answer, f.ended_eos, f.mean_tokens) == (0.25, 0.5, 0.25, 6.0)
     assert (f.groups_all_right, f.groups_all_wrong) == (0.0, 0.5)
     assert (f.zero_variance, f.zero_variance_all_wrong, f.chance) == (0.5, 0.5, None)
+
+
+def test_the_constant_answer_is_the_train_splits_most_common_on_the_probed_items():
+    task = get_task("gsm8k")
+    recipe = SimpleNamespace(grpo={"max_completion_length": 8}, run=SimpleNamespace(stop_at_answer=True))
+    rows = [{"prompt": "p", "final_answer": "4"}, {"prompt": "q", "final_answer": "1,000"}]
+    sampled = [[Generation(WRONG, 6, True)], [Generation(WRONG, 6, True)]]
+    greedy = [group[0] for group in sampled]
+    f = probing.figures_from(task, recipe, rows, greedy, sampled, [[0.5], [0.5]], ["1000", "3", "1,000"])
+    assert f.constant == {"answer": "1000", "accuracy": 0.5, "n": 2}
+    assert "always answering '1000'" in probing.table(probing.Probe(f, verdict(f)))
+    assert probing.figures_from(task, recipe, rows, greedy, sampled, [[0.5], [0.5]]).constant is None
 
 
 class FactTask:
@@ -202,7 +220,7 @@ def test_probe_writes_probe_json_and_a_table(tiny_model_dir, tmp_path, capsys):
     assert main(probe_args(tiny_model_dir, tmp_path)) == 0
     written = json.loads((tmp_path / "out" / "probe.json").read_text())
     assert written["figures"]["items"] == 4 and written["figures"]["group_size"] == 4
-    assert written["verdict"]["name"] in ("format-bound", "too long", "too hard", "too easy", "learnable")
+    assert written["verdict"]["name"] in ("format-bound", "too long", "too hard", "too easy", "constant-prone", "learnable")
     assert written["rows"] == "the first 4 training rows, in order" and written["gold_readable"] == 4
     out = capsys.readouterr().out
     assert "sampled pass@1" in out and "zero-variance groups" in out and "verdict  " in out

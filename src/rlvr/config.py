@@ -121,8 +121,8 @@ class RunConfig:
     #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
     difficulty_filter: str | None = None
     #: Before training (fresh runs), probe the base model on the first N training prompts as `rlvr probe` does and
-    #: print one line with the verdict (format-bound, too long, at chance, too hard, too easy, learnable), also in
-    #: summary.json under probe (0: no probe).
+    #: print one line with the verdict (too long, format-bound, at chance, too hard, too easy, constant-prone,
+    #: learnable), also in summary.json under probe (0: no probe).
     probe_items: int = 0
     #: Training rollouts stop at the task's answer line; false: only at EOS or grpo.max_completion_length (plain TRL).
     stop_at_answer: bool = True

@@ -16,6 +16,9 @@ applied, is decoded as training decodes it, and the figures below say where the 
 * **zero-variance groups**, from the recipe's own reward functions and weights on the sampled groups (what
   TRL's advantages see): such a group is a full rollout for no gradient. Split by the task's judge into
   all right, all wrong and other (mixed verdicts, or none, with equal totals);
+* where each item has one gold answer, **the constant answer**: always giving the train split's most common
+  answer, on the probed items (as the held-out verdict's baseline). Where it is right about as often as the
+  model's own samples, the quickest way up GRPO's reward is to converge on it, not to learn the skill;
 * for ``choice`` tasks, **chance** (1/options), always answering the train split's most common gold letter,
   and random guessing's pass@G: a multiple-choice model can look learnable while it guesses;
 * for tasks with yes/no facts per item (:meth:`rlvr.tasks.base.Task.item_flags`, e.g. keywords' "diagnosis
@@ -51,6 +54,11 @@ CHANCE_Z = 2.0
 TOO_HARD = 0.8
 #: Too easy: at least this share of groups is all right: nothing left to learn on those prompts.
 TOO_EASY = 0.8
+#: Constant-prone: always giving the train split's most common answer is right on at least this share of sampled
+#: pass@1. Set from the first five panel trainings (BENCHMARKS.md, "A panel of tasks"): aiw (constant 22% vs pass@1 23%) collapsed onto
+#: "3", family_relationships (27% vs 13%) drifted to 'son'/'husband', simple_equations (8% vs 6%) kept the base;
+#: needle_haystack (0% vs 12%) gained, color_cube_rotation (4% vs 10%) +6 points, not significant.
+CONSTANT_PRONE = 0.5
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -91,6 +99,9 @@ class Figures:
     zero_variance_all_wrong: float
     zero_variance_other: float
     chance: Chance | None = None
+    #: Always giving the train split's most common answer, on the probed items: {"answer", "accuracy", "n"}
+    #: (None: the task's items have no one gold answer).
+    constant: dict[str, Any] | None = None
     #: Per yes/no fact of the task (``Task.item_flags``): {"greedy": rate, "pass_at_1": .., "pass_at_g": ..}.
     flags: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -100,7 +111,7 @@ class Figures:
 
 @dataclass(frozen=True)
 class Verdict:
-    name: str  # format-bound, too long, at chance, too hard, too easy, learnable
+    name: str  # too long, format-bound, at chance, too hard, too easy, constant-prone, learnable
     figure: str  # the figure behind it, in words
     suggestion: str  # the recipe change it suggests
 
@@ -126,7 +137,8 @@ class Probe:
 
 
 def verdict(f: Figures) -> Verdict:
-    """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy, learnable.
+    """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy,
+    constant-prone, learnable.
 
     Too long comes first because a cut completion also reads as unformatted and wrong; format before
     difficulty because an unformatted completion is judged wrong whatever it knows.
@@ -148,8 +160,21 @@ def verdict(f: Figures) -> Verdict:
     if f.groups_all_right >= TOO_EASY:
         return Verdict("too easy", f"{f.groups_all_right:.0%} of groups all right (pass@1 {f.pass_at_1:.0%})",
                        "harder items (rlvr filter, then run.difficulty_filter) or a harder task")
+    if constant_prone(f):
+        c = f.constant or {}
+        return Verdict("constant-prone", f"always answering {c.get('answer')!r} is right on {c.get('accuracy', 0):.0%} "
+                       f"of these items vs sampled pass@1 {f.pass_at_1:.0%}",
+                       "GRPO's quickest reward is converging on that answer, not the skill: expect no gain above it; "
+                       "lift pass@1 first (exemplars that reason, task.shots) or use a larger model")
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
                    f"pass@{f.group_size} {f.pass_at_g:.0%})", "train as is")
+
+
+def constant_prone(f: Figures) -> bool:
+    """The constant answer is right on at least :data:`CONSTANT_PRONE` of the model's sampled pass@1."""
+    if not f.constant or f.constant.get("accuracy") is None:
+        return False
+    return f.constant["accuracy"] > 0 and f.constant["accuracy"] >= CONSTANT_PRONE * f.pass_at_1
 
 
 def at_chance(pass_at_1: float, chance: Chance, items: int) -> bool:
@@ -398,7 +423,8 @@ def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], gree
                  sampled: Sequence[Sequence[Any]], totals: Sequence[Sequence[float]],
                  train_golds: Sequence[str] | None = None, judged: Judged | None = None) -> Figures:
     """The figures from generations (``.text``, ``.tokens``, ``.stopped``) and their reward totals
-    (``judged``: their outcomes when already judged, by :func:`judge_generations`)."""
+    (``judged``: their outcomes when already judged, by :func:`judge_generations`; ``train_golds``: the train
+    split's gold answers, for the constant answer and a choice task's chance)."""
     import re
 
     g = len(sampled[0]) if sampled else 0
@@ -428,8 +454,27 @@ def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], gree
         groups_all_wrong=sum(not any(c) for c in correct) / max(1, len(correct)),
         zero_variance=zero["zero_variance"], zero_variance_all_right=zero["all_right"],
         zero_variance_all_wrong=zero["all_wrong"], zero_variance_other=zero["other"], chance=chance,
-        flags=flag_figures(task, judged),
+        constant=constant_on(task, rows, train_golds), flags=flag_figures(task, judged),
     )
+
+
+def constant_on(task: Any, rows: Sequence[Mapping[str, Any]], train_golds: Sequence[str] | None) -> dict[str, Any] | None:
+    """Always giving the train split's most common answer, on ``rows`` (the held-out verdict's baseline, here on
+    the probed items); None where items have no one gold answer or the train answers are not known."""
+    from rlvr.evaluation.baselines import constant_answer_accuracy
+
+    if not train_golds or not rows or not task.single_gold_answer or "final_answer" not in rows[0]:
+        return None
+    baseline = constant_answer_accuracy(train_golds, [row["final_answer"] for row in rows])
+    return {key: baseline[key] for key in ("answer", "accuracy", "n")}
+
+
+def train_answers(task: Any, rows: Sequence[Mapping[str, Any]], dataset: Any = None) -> list[str] | None:
+    """The train split's gold answers (``dataset``'s where given: the rows training sees), where rows carry them."""
+    if not rows or "final_answer" not in rows[0]:
+        return None
+    source = dataset if dataset is not None and "final_answer" in dataset.column_names else task.load("train")
+    return [str(g) for g in source["final_answer"]]
 
 
 def _share(values: Sequence[bool]) -> float:
@@ -450,17 +495,16 @@ def prepare(task: Any, recipe: Any, items: int, dataset: Any = None,
 
 
 def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dict[str, Any]], batch_size: int,
-          gold_read: int | None = None, progress: bool = False) -> Probe:
-    """Probe ``model`` (the base) on ``rows``, the first training rows of ``recipe``'s task (:func:`prepare`)."""
+          gold_read: int | None = None, progress: bool = False, dataset: Any = None) -> Probe:
+    """Probe ``model`` (the base) on ``rows``, the first training rows of ``recipe``'s task (:func:`prepare`);
+    ``dataset``: the training rows they come from, where already loaded."""
     import time
 
     start = time.time()
     greedy, sampled = generate(model, tokenizer, task, recipe, [r["prompt"] for r in rows], batch_size, progress)
     texts = [[x.text for x in group] for group in sampled]
     totals = reward_totals(task, recipe, rows, texts, tokenizer)
-    train_golds = None
-    if is_choice_task(task):
-        train_golds = [str(g) for g in task.load("train")["final_answer"]]
+    train_golds = train_answers(task, rows, dataset)
     judged = judge_generations(task, rows, greedy, sampled)
     figures = figures_from(task, recipe, rows, greedy, sampled, totals, train_golds, judged)
     filtered = " kept by run.difficulty_filter" if recipe.run.difficulty_filter else ""
@@ -469,7 +513,8 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "rows": f"the first {len(rows)} training rows{filtered}, in order", "gold_readable": gold_read,
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
-                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "gold_readable": GOLD_READABLE},
+                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
+                       "gold_readable": GOLD_READABLE},
     }
     return Probe(figures, verdict(figures), info, item_records(task, rows, judged))
 
@@ -497,6 +542,9 @@ def table(result: Probe) -> str:
     ]
     lines += [f"  {name:<25} greedy {pct(x['greedy'])}   pass@1 {pct(x['pass_at_1'])}   "
               f"pass@{g} {pct(x['pass_at_g'])}" for name, x in f.flags.items()]
+    if f.constant is not None:
+        lines.append(f"  constant answer           {pct(f.constant['accuracy'])} always answering {f.constant['answer']!r} "
+                     f"(the train split's most common)")
     if f.chance is not None:
         c = f.chance
         lines.append(f"  chance                    {pct(c.chance)} ({c.options:.1f} options, {c.options_from}); "
@@ -547,7 +595,7 @@ def before_training(trainer: Any, recipe: Any) -> dict[str, Any] | None:
             base = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
             with base:
                 result = probe(model, trainer.processing_class, trainer.task, recipe, rows, recipe.run.eval_batch_size,
-                               gold_read)
+                               gold_read, dataset=trainer.train_dataset)
         release_memory(collect=True)
         print(one_line(result), flush=True)
     accelerator.wait_for_everyone()
