@@ -576,10 +576,15 @@ def outcome(test: dict[str, Any] | None) -> dict[str, Any]:
 def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
     if data is None:
         failed = read_json(where / "probe.failed.json")
-        return ["-"] * 5 + [f"probe failed: {cell(failed['reason'])}" if failed else "not probed"]
+        return ["-"] * 6 + [f"probe failed: {cell(failed['reason'])}" if failed else "not probed"]
     f = data["figures"]
     return [pct(f["greedy_accuracy"]), pct(f["pass_at_1"]), pct(f["pass_at_g"]), pct(f["format_rate"]),
-            pct(f["zero_variance"]), data["verdict"]["name"]]
+            pct(f["zero_variance"]), constant_cell(f.get("constant")), data["verdict"]["name"]]
+
+
+def constant_cell(constant: dict[str, Any] | None) -> str:
+    """The probe's constant answer: its accuracy on the probed items and the answer."""
+    return "-" if not constant else f"{pct(constant['accuracy'])} ({cell(str(constant['answer'])[:12])})"
 
 
 def run_cells(record: dict[str, Any] | None, summary: dict[str, Any] | None) -> list[str]:
@@ -666,7 +671,7 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
         if index == 0:
             tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"])
         first = [entry.name, category(entry.dataset), cell(flow(entry.config))] if index == 0 else ["", "", ""]
-        shown = probe_cells(data, run_dir(root, entry)) if index == 0 else [""] * 6
+        shown = probe_cells(data, run_dir(root, entry)) if index == 0 else [""] * 7
         said = {True: "yes", False: "**no**", None: "-"}[agrees]
         rows.append("| " + " | ".join([*first, *shown, *run_cells(record, summary), said]) + " |")
     return rows
@@ -674,7 +679,8 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
 
 def table(entries: Sequence[Entry], root: Path) -> str:
     """The markdown table for BENCHMARKS.md, every probe and run a row, and the tally under it."""
-    head = ("| dataset | category | config | greedy | pass@1 | pass@G | format | zero-var | probe verdict | "
+    head = ("| dataset | category | config | greedy | pass@1 | pass@G | format | zero-var | constant (probe) | "
+            "probe verdict | "
             "trained? | test before -> after | gain, points [95% CI] | now right/wrong | McNemar p | "
             "format before -> after | constant answer | wall | peak RSS | probe agreed? |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]

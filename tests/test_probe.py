@@ -60,6 +60,11 @@ def test_verdict_from_hand_made_figures(changes, name, suggests):
     assert suggests in found.line()
 
 
+def test_a_chat_prompt_is_not_suggested_when_the_task_already_uses_it():
+    found = verdict(figures(format_rate=0.06), chat=True)
+    assert found.name == "format-bound" and "task.shots" in found.suggestion and "chat" not in found.suggestion
+
+
 # ----------------------------------------------------------------------------- figures
 
 

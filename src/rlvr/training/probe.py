@@ -136,12 +136,13 @@ class Probe:
 # ----------------------------------------------------------------------------- verdict (pure)
 
 
-def verdict(f: Figures) -> Verdict:
+def verdict(f: Figures, chat: bool = False) -> Verdict:
     """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy,
     constant-prone, learnable.
 
     Too long comes first because a cut completion also reads as unformatted and wrong; format before
-    difficulty because an unformatted completion is judged wrong whatever it knows.
+    difficulty because an unformatted completion is judged wrong whatever it knows. ``chat``: the task's prompt
+    is already the chat template (then format-bound does not suggest it).
     """
     signal = 1 - f.zero_variance
     if f.truncated > TOO_LONG:
@@ -149,7 +150,7 @@ def verdict(f: Figures) -> Verdict:
                        "raise grpo.max_completion_length")
     if f.format_rate is not None and f.format_rate < FORMAT_BOUND:
         return Verdict("format-bound", f"a well-formed answer line in {f.format_rate:.0%} of completions",
-                       "add exemplars (task.shots) or, for an instruct model, task.chat: true")
+                       "add exemplars (task.shots)" + ("" if chat else " or, for an instruct model, task.chat: true"))
     if f.chance is not None and at_chance(f.pass_at_1, f.chance, f.items):
         return Verdict("at chance", f"pass@1 {f.pass_at_1:.0%} vs chance {f.chance.chance:.0%} and "
                        f"{f.chance.majority_accuracy:.0%} always answering {f.chance.majority_letter}",
@@ -516,7 +517,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
                        "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
                        "gold_readable": GOLD_READABLE},
     }
-    return Probe(figures, verdict(figures), info, item_records(task, rows, judged))
+    return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
 
 
 # ----------------------------------------------------------------------------- showing
