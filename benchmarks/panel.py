@@ -140,7 +140,8 @@ def small_space(train_size: int, space: str) -> Override:
 # n_queens, futoshiki: the answer line holds one line), long prompts (rectangle_count 6,800 characters,
 # mahjong_puzzle 2,300), options reasoning-gym 0.1.19 cannot take from YAML (aiw's task_types: plain strings
 # fail on `.value`; complex_arithmetic's operations need matching weights), maze (4 answers, 32% constant),
-# puzzle24 (~1 s per generated item: every load of the task would take 40 minutes).
+# puzzle24 (~1 s per generated item: every load of the task would take 40 minutes), sentence_reordering (3-4
+# words: 238 distinct questions; 3-6 words: its own score_answer accepts 58 of 200 golds written as the answer line).
 PANEL: list[Entry] = [
     Entry("lcm", "lcm", {"min_value": 1, "max_value": 25},
           "two numbers up to 25; at 1-12 (144 questions, too few for 200 test items) the base model was right "
@@ -168,6 +169,10 @@ PANEL: list[Entry] = [
     Entry("word_sorting", "word_sorting",
           {"min_words": 3, "max_words": 4, "min_word_length": 3, "max_word_length": 6},
           "sort 3-4 short words by ASCII order (capitals first), ascending or descending: answers unique"),
+    Entry("letter_jumble", "letter_jumble",
+          {"min_word_len": 3, "max_word_len": 6, "min_words": 1, "max_words": 2, "min_corruption_level": 0.1,
+           "max_corruption_level": 0.3},
+          "unscramble 1-2 short words with a few letters swapped ('omst' -> 'most'): spelling the model knows"),
     Entry("aiw", "aiw", {"max_entities": 4},
           "Alice-in-Wonderland: 'Jennifer has 1 brothers and 1 sisters; how many sisters does her brother have?' "
           "(sisters + 1; friends and colleagues alike); 4 answers (constant ~25%), the skill is the +1 the model "
