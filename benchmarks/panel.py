@@ -15,7 +15,7 @@ Does ``rlvr probe`` tell, before training, whether the CPU default's recipe will
    run (200 test items, greedy, before -> after, gain with its 95% interval, McNemar p, format rate, the
    constant-answer accuracy), wall time, peak RSS, and whether the probe's verdict agreed with the outcome
    (learnable and a significant gain, or not learnable and none; significant: gain > 0 and p < 0.01). Every
-   run is a row, failures included.
+   run is a row, failures included. Any verdict but learnable (too hard, constant-prone, ...) predicts no gain.
 
 Issue 33's bar: the probe agrees on >= 80% of the trained datasets, and >= 6 datasets gain significantly
 (p < 0.01, >= 200 test items, trained accuracy above the constant-answer accuracy), each run within 15 minutes
