@@ -167,8 +167,10 @@ def test_the_walkthrough_recipe_is_the_default_with_its_own_task_and_rewards(mon
     assert resolved.bases == ["cpu-default"] and recipe.name == "your-task" and recipe.notes == []
     assert recipe.task["name"] == "jsonl" and len(recipe.rewards) == 3
     assert recipe.grpo["max_completion_length"] == recipe.run.eval_max_new_tokens == 48
-    assert {k: v for k, v in recipe.grpo.items() if k != "max_completion_length"} == {
-        k: v for k, v in default.grpo.items() if k != "max_completion_length"}
+    assert recipe.grpo["learning_rate"] == default.grpo["learning_rate"] / 2
+    own = ("max_completion_length", "learning_rate")
+    assert {k: v for k, v in recipe.grpo.items() if k not in own} == {
+        k: v for k, v in default.grpo.items() if k not in own}
     assert recipe.run.sweep_variants == [] and recipe.run.keep_best
 
 
