@@ -146,9 +146,7 @@ PANEL: list[Entry] = [
     Entry("lcm", "lcm", {"min_value": 1, "max_value": 25},
           "two numbers up to 25; at 1-12 (144 questions, too few for 200 test items) the base model was right "
           "greedily on 33% and with 8 samples on 48% (../shared/learning-notes.md); answers spread (constant ~6%)",
-          (small_space(250, "625 ordered pairs"),
-           Override("grpo", "max_steps", 90, "the probe: learnable, but 22% of groups carry signal (the default's 73%), "
-                    "so more steps; at 30 steps it gained +4.0 points, p 0.15 (BENCHMARKS.md)"))),
+          (small_space(250, "625 ordered pairs"),)),
     Entry("products", "products", {"min_digits": 1, "max_digits": 2},
           "a product of two 1-2 digit numbers (7 * 38): multiplication, which the default's addition trained "
           "nothing of; answers spread over ~2,000 values"),

@@ -46,8 +46,7 @@ def chance(**changes):
     ({"chance": chance(), "pass_at_1": 0.45}, "learnable", "train as is"),
     ({"groups_all_wrong": 0.8, "pass_at_g": 0.2}, "too hard", "rlvr filter"),
     ({"groups_all_right": 0.85, "groups_all_wrong": 0.0}, "too easy", "harder items"),
-    ({"format_rate": None}, "learnable", "train as is"),
-    ({"zero_variance": 0.78}, "learnable", "more steps (grpo.max_steps)"),  # a task without an answer form is never format-bound
+    ({"format_rate": None}, "learnable", "train as is"),  # a task without an answer form is never format-bound
     ({"constant": {"answer": "son", "accuracy": 0.27, "n": 64}, "pass_at_1": 0.13}, "constant-prone",
      "always answering 'son' is right on 27%"),
     ({"constant": {"answer": "3", "accuracy": 0.2, "n": 64}, "pass_at_1": 0.4}, "constant-prone", "no gain above it"),

@@ -59,9 +59,6 @@ TOO_EASY = 0.8
 #: "3", family_relationships (27% vs 13%) drifted to 'son'/'husband', simple_equations (8% vs 6%) kept the base;
 #: needle_haystack (0% vs 12%) gained, color_cube_rotation (4% vs 10%) +6 points, not significant.
 CONSTANT_PRONE = 0.5
-#: Learnable, but under this share of groups carry signal: each step updates on few groups, so suggest more steps
-#: (the CPU default: 73% of groups carry signal, 30 steps).
-SPARSE_SIGNAL = 0.3
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -170,11 +167,8 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        f"of these items vs sampled pass@1 {f.pass_at_1:.0%}",
                        "GRPO's quickest reward is converging on that answer, not the skill: expect no gain above it; "
                        "lift pass@1 first (exemplars that reason, task.shots) or use a larger model")
-    sparse = signal < SPARSE_SIGNAL
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
-                   f"pass@{f.group_size} {f.pass_at_g:.0%})",
-                   "train as is" + ("; with so few groups carrying signal, more steps (grpo.max_steps) give GRPO "
-                                    "more of them" if sparse else ""))
+                   f"pass@{f.group_size} {f.pass_at_g:.0%})", "train as is")
 
 
 def constant_prone(f: Figures) -> bool:
