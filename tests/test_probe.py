@@ -49,7 +49,8 @@ def chance(**changes):
     ({"format_rate": None}, "learnable", "train as is"),  # a task without an answer form is never format-bound
     ({"constant": {"answer": "son", "accuracy": 0.27, "n": 64}, "pass_at_1": 0.13}, "constant-prone",
      "always answering 'son' is right on 27%"),
-    ({"constant": {"answer": "3", "accuracy": 0.2, "n": 64}, "pass_at_1": 0.4}, "constant-prone", "no gain above it"),
+    ({"constant": {"answer": "3", "accuracy": 0.2, "n": 64}, "pass_at_1": 0.4}, "constant-prone",
+     "halve grpo.learning_rate"),
     ({"constant": {"answer": "24", "accuracy": 0.05, "n": 64}, "pass_at_1": 0.2}, "learnable", "train as is"),
     ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
      "rlvr filter"),  # too hard is said first
