@@ -471,12 +471,12 @@ def constant_on(task: Any, rows: Sequence[Mapping[str, Any]], train_golds: Seque
     return {key: baseline[key] for key in ("answer", "accuracy", "n")}
 
 
-def train_answers(task: Any, rows: Sequence[Mapping[str, Any]], dataset: Any = None) -> list[str] | None:
-    """The train split's gold answers (``dataset``'s where given: the rows training sees), where rows carry them."""
+def train_answers(task: Any, rows: Sequence[Mapping[str, Any]]) -> list[str] | None:
+    """The whole train split's gold answers, where rows carry them: the held-out verdict's constant baseline learns
+    from the same (before any ``run.difficulty_filter``)."""
     if not rows or "final_answer" not in rows[0]:
         return None
-    source = dataset if dataset is not None and "final_answer" in dataset.column_names else task.load("train")
-    return [str(g) for g in source["final_answer"]]
+    return [str(g) for g in task.load("train")["final_answer"]]
 
 
 def _share(values: Sequence[bool]) -> float:
@@ -497,16 +497,15 @@ def prepare(task: Any, recipe: Any, items: int, dataset: Any = None,
 
 
 def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dict[str, Any]], batch_size: int,
-          gold_read: int | None = None, progress: bool = False, dataset: Any = None) -> Probe:
-    """Probe ``model`` (the base) on ``rows``, the first training rows of ``recipe``'s task (:func:`prepare`);
-    ``dataset``: the training rows they come from, where already loaded."""
+          gold_read: int | None = None, progress: bool = False) -> Probe:
+    """Probe ``model`` (the base) on ``rows``, the first training rows of ``recipe``'s task (:func:`prepare`)."""
     import time
 
     start = time.time()
     greedy, sampled = generate(model, tokenizer, task, recipe, [r["prompt"] for r in rows], batch_size, progress)
     texts = [[x.text for x in group] for group in sampled]
     totals = reward_totals(task, recipe, rows, texts, tokenizer)
-    train_golds = train_answers(task, rows, dataset)
+    train_golds = train_answers(task, rows)
     judged = judge_generations(task, rows, greedy, sampled)
     figures = figures_from(task, recipe, rows, greedy, sampled, totals, train_golds, judged)
     filtered = " kept by run.difficulty_filter" if recipe.run.difficulty_filter else ""
@@ -597,7 +596,7 @@ def before_training(trainer: Any, recipe: Any) -> dict[str, Any] | None:
             base = model.disable_adapter() if hasattr(model, "disable_adapter") else contextlib.nullcontext()
             with base:
                 result = probe(model, trainer.processing_class, trainer.task, recipe, rows, recipe.run.eval_batch_size,
-                               gold_read, dataset=trainer.train_dataset)
+                               gold_read)
         release_memory(collect=True)
         print(one_line(result), flush=True)
     accelerator.wait_for_everyone()
