@@ -173,6 +173,24 @@ PANEL: list[Entry] = [
           {"min_word_len": 3, "max_word_len": 6, "min_words": 1, "max_words": 2, "min_corruption_level": 0.1,
            "max_corruption_level": 0.3},
           "unscramble 1-2 short words with a few letters swapped ('omst' -> 'most'): spelling the model knows"),
+    Entry("spiral_matrix", "spiral_matrix", {"min_n": 2, "max_n": 2},
+          "a 2x2 matrix read in spiral order ('9 4 | 1 1' -> 9 4 1 1): the skill is swapping the last two "
+          "entries, which reading row by row gets wrong unless they are equal; 10,000 questions, answers unique"),
+    Entry("number_filtering", "number_filtering",
+          {"min_numbers": 3, "max_numbers": 4, "min_decimals": 0, "max_decimals": 0, "min_value": 0,
+           "max_value": 99},
+          "remove the numbers above or below a threshold from a list of 3-4 (['56', '25', '75'] > 58 -> "
+          "['56', '25']): comparing and copying, answers spread"),
+    Entry("basic_arithmetic", "basic_arithmetic",
+          {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 2, "operators": ["+", "-"]},
+          "one sum or difference of two 1-2 digit numbers ('Calculate 5 - 3.'): negative answers; the "
+          "default's training was GSM8K word problems, not bare expressions; answers spread (constant ~4%)"),
+    Entry("list_functions", "list_functions", {},
+          "induce a list function from four input/output examples (reverse, last element, ...), apply it: "
+          "answers are short lists, spread ('[0]' ~8%)",
+          (Override("grpo", "max_completion_length", 64, "the answer line is up to 48 tokens (--check)"),
+           Override("run", "eval_max_new_tokens", 64, "the held-out verdict reads as long answers as training")),
+          ),
     Entry("aiw", "aiw", {"max_entities": 4},
           "Alice-in-Wonderland: 'Jennifer has 1 brothers and 1 sisters; how many sisters does her brother have?' "
           "(sisters + 1; friends and colleagues alike); 4 answers (constant ~25%), the skill is the +1 the model "
