@@ -194,6 +194,12 @@ PANEL: list[Entry] = [
           (Override("grpo", "max_completion_length", 64, "the answer line is up to 48 tokens (--check)"),
            Override("run", "eval_max_new_tokens", 64, "the held-out verdict reads as long answers as training")),
           ),
+    Entry("palindrome_generation", "palindrome_generation", {"min_length": 3, "max_length": 4},
+          "a palindrome from 3-4 given letters ('o, z, o' -> 'ozo', 'e, p, p' -> 'pep'): the odd letter goes in the "
+          "middle; any valid palindrome is right (the dataset's scorer)"),
+    Entry("path_star", "path_star", {"degree": 2, "min_path_length": 2, "max_path_length": 3, "node_range": 100},
+          "the path from start to goal in a small star graph given as edges ('17 32|17 63|32 15|63 97', 17 -> 97 "
+          "= '17 63 97'): follow the edge that leads to the goal, retrieval as in needle_haystack; answers unique"),
     Entry("aiw", "aiw", {"max_entities": 4},
           "Alice-in-Wonderland: 'Jennifer has 1 brothers and 1 sisters; how many sisters does her brother have?' "
           "(sisters + 1; friends and colleagues alike); 4 answers (constant ~25%), the skill is the +1 the model "
