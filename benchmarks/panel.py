@@ -28,6 +28,7 @@ Usage (from the repository root, on the 2-core machine; a train takes ~10 min, a
     python benchmarks/panel.py --probe-only                 # probes only (then the table)
     python benchmarks/panel.py --only lcm,aiw --seeds 42,1,2   # extra training seeds for chosen datasets
     python benchmarks/panel.py --also-train spell_backward  # train a dataset whatever its verdict
+    python benchmarks/panel.py --follow --only aiw          # also train with the probe's suggested change
     python benchmarks/panel.py --table                      # the table from what is on disk; runs nothing
 
 Resumable: a probe.json or summary.json already there is not rerun (``--force`` reruns); a failed probe or
@@ -38,6 +39,7 @@ version of the recipe counts as not done and is rerun. Layout under RUN_ROOT (de
     recipes/<name>.yaml
     <name>/probe.json  probe.log  probe.recipe.yaml  [probe.failed.json]
     <name>/seed-<seed>/summary.json (rlvr's)  train.log  run.json (command, wall, peak RSS, status)
+    <name>-followed/seed-<seed>/...   (--follow: the probed recipe + the change its verdict suggests)
 
 Following a probe: where it suggests a change (too long: raise grpo.max_completion_length and
 run.eval_max_new_tokens; format-bound: task.chat or task.shots), add it to the entry's ``overrides`` with the
@@ -85,7 +87,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -584,6 +586,30 @@ def training_reason(entry: Entry, verdict: str | None, chosen: Sequence[str], al
     return None
 
 
+#: The verdicts whose suggestion is one recipe field, and that field's change (from the probed recipe's value).
+FOLLOWABLE = ("constant-prone",)
+
+
+def followed(entry: Entry, data: dict[str, Any] | None) -> Entry | None:
+    """The entry with the change its probe's verdict suggests written into the recipe (None: nothing to follow).
+
+    constant-prone suggests halving ``grpo.learning_rate`` (the verdict's own words); the probed recipe's rate
+    is cpu-default's unless the entry overrides it. The variant keeps the probe of the recipe it came from: it
+    is the suggestion being tested, so its run counts towards the gains, not towards the probe's agreement.
+    """
+    verdict = verdict_of(data)
+    if verdict not in FOLLOWABLE:
+        return None
+    from rlvr.config import load_recipe
+
+    rate = float(entry.value("grpo", "learning_rate", load_recipe("cpu-default").grpo["learning_rate"]))
+    why = (f"the probe's verdict {verdict} ({data['verdict']['figure']}) suggests halving grpo.learning_rate "
+           f"({rate:g} as probed)")
+    kept = tuple(o for o in entry.overrides if (o.section, o.key) != ("grpo", "learning_rate"))
+    return replace(entry, name=f"{entry.name}-followed", overrides=(*kept, Override("grpo", "learning_rate",
+                                                                                       rate / 2, why)))
+
+
 # ----------------------------------------------------------------------------- the table
 
 
@@ -668,6 +694,7 @@ class Tally:
     counted: list[str] = field(default_factory=list)  # significant, >= 200 items, above the constant answer
     within: list[str] = field(default_factory=list)  # ... and within the 15-minute budget
     failed: int = 0  # failed runs, every seed
+    followed: list[tuple[str, bool]] = field(default_factory=list)  # (dataset, gained) of each followed variant
     probe_seconds: float = 0.0
 
     def add(self, entry: Entry, record: dict[str, Any] | None, agrees: bool | None, counts: bool) -> None:
@@ -686,26 +713,47 @@ class Tally:
                 f"Significant gains with >= {TEST_ITEMS} test items and the trained accuracy above the constant "
                 f"answer: {len(self.counted)} ({', '.join(self.counted) or 'none'}); of them within "
                 f"{BUDGET_S // 60} min: {len(self.within)} (bar: >= 6).",
+                *([f"The probe's suggestion, followed (first seed): a significant gain on "
+                   f"{sum(g for _, g in self.followed)} of {len(self.followed)} "
+                   f"({', '.join(n + (': yes' if g else ': no') for n, g in self.followed)})."]
+                  if self.followed else []),
                 f"Failed runs: {self.failed}. Probes took {self.probe_seconds / 60:.0f} min in all."]
 
 
 def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
-    """The table rows of one dataset: its probe, then one row per training run (seed), or one saying none ran."""
+    """The table rows of one dataset: its probe, then one row per training run (seed), or one saying none ran;
+    then the runs of its followed variant (the probe's suggestion applied), if any ran."""
     data = read_json(run_dir(root, entry) / "probe.json")
     tally.probe_seconds += ((data or {}).get("panel") or {}).get("wall_s", 0.0)
+    rows = run_rows(entry, root, tally, data, probe_cells(data, run_dir(root, entry)), verdict_of(data))
+    variant = followed(entry, data)
+    if variant is not None and seeds_run(root, variant):
+        change = next(o for o in variant.overrides if o.section == "grpo" and o.key == "learning_rate")
+        shown = [""] * 6 + [f"(followed: grpo.{change.key} {change.value:g})"]
+        rows += run_rows(variant, root, tally, data, shown, None)
+        first = seeds_run(root, variant)[0]
+        test = (read_json(seed_dir(root, variant, first) / "summary.json") or {}).get("test")
+        tally.followed.append((entry.name, bool(outcome(test)["significant"])))
+    return rows
+
+
+def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None, shown: list[str],
+             verdict: str | None) -> list[str]:
+    """One row per training run (seed) of ``entry``, or one saying none ran. ``verdict``: the probe verdict the
+    first seed's outcome is compared with (None: a followed variant, counted for gains only)."""
     records = [(s, read_json(seed_dir(root, entry, s) / "run.json")) for s in seeds_run(root, entry)]
     records = [(s, r) for s, r in records if r] or [(DEFAULT_SEED, None)]
     rows = []
     for index, (seed, record) in enumerate(records):
         summary = read_json(seed_dir(root, entry, seed) / "summary.json") if record else None
         tally.failed += bool(record) and record.get("status") != "done"
-        agrees = agreement(verdict_of(data), summary)
+        agrees = agreement(verdict, summary)
         if index == 0:
             tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"])
         first = [entry.name, category(entry.dataset), cell(flow(entry.config))] if index == 0 else ["", "", ""]
-        shown = probe_cells(data, run_dir(root, entry)) if index == 0 else [""] * 7
         said = {True: "yes", False: "**no**", None: "-"}[agrees]
-        rows.append("| " + " | ".join([*first, *shown, *run_cells(record, summary), said]) + " |")
+        rows.append("| " + " | ".join([*first, *(shown if index == 0 else [""] * 7), *run_cells(record, summary),
+                                       said]) + " |")
     return rows
 
 
@@ -747,6 +795,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--check", action="store_true", help="no model: the data checks and recipes only")
     parser.add_argument("--table", action="store_true", help="print the table from what is on disk; run nothing")
     parser.add_argument("--also-train", help="comma-separated names to train whatever their verdict")
+    parser.add_argument("--follow", action="store_true",
+                        help="also train, where the probe's verdict suggests one recipe change (constant-prone: "
+                             "halve grpo.learning_rate), the recipe with that change (<name>-followed)")
     parser.add_argument("--controls", type=int, default=2,
                         help="train the first N datasets the probe calls too hard or format-bound (default 2)")
     parser.add_argument("--force", action="store_true", help="rerun probes and trains that are done")
@@ -790,6 +841,10 @@ def execute(args: argparse.Namespace) -> int:
                 why = training_reason(entry, verdict_of(probes[entry.name]), chosen, also)
                 for seed in seeds if why else []:
                     train(entry, seed, why, root, args)
+            for entry in entries if args.follow else []:
+                variant = followed(entry, probes[entry.name])
+                for seed in seeds if variant else []:
+                    train(variant, seed, f"followed ({verdict_of(probes[entry.name])})", root, args)
     print()
     print(table(entries, root))
     return 0
