@@ -566,6 +566,24 @@ def train(entry: Entry, seed: int, why: str, root: Path, args: argparse.Namespac
 
 
 def verdict_of(data: dict[str, Any] | None) -> str | None:
+    """The verdict today's rules (``rlvr.training.probe.verdict``) give the probe's recorded figures: a rule added
+    after a probe applies to it without rerunning the model. None: no probe."""
+    now = current_verdict(data)
+    return now.name if now else None
+
+
+def current_verdict(data: dict[str, Any] | None) -> Any:
+    from rlvr.training.probe import Chance, Figures, verdict
+
+    if not data or "figures" not in data:
+        return None
+    f = dict(data["figures"])
+    f["chance"] = Chance(**f["chance"]) if f.get("chance") else None
+    return verdict(Figures(**f))
+
+
+def said_at_probe(data: dict[str, Any] | None) -> str | None:
+    """The verdict written into probe.json when it was made."""
     return (data or {}).get("verdict", {}).get("name")
 
 
@@ -586,28 +604,56 @@ def training_reason(entry: Entry, verdict: str | None, chosen: Sequence[str], al
     return None
 
 
-#: The verdicts whose suggestion is one recipe field, and that field's change (from the probed recipe's value).
-FOLLOWABLE = ("constant-prone",)
+#: The verdicts whose suggestion is one recipe change the script can make.
+FOLLOWABLE = ("constant-prone", "sparse signal")
+#: sparse signal: the training prompts ``rlvr filter`` estimates (8 samples each) before training on the kept ones.
+#: At ~30% mixed groups, 400 prompts keep ~120: the 30 steps x 4 prompts of one pass.
+FILTER_ITEMS = 400
 
 
-def followed(entry: Entry, data: dict[str, Any] | None) -> Entry | None:
+def followed(entry: Entry, data: dict[str, Any] | None, root: Path) -> Entry | None:
     """The entry with the change its probe's verdict suggests written into the recipe (None: nothing to follow).
 
-    constant-prone suggests halving ``grpo.learning_rate`` (the verdict's own words); the probed recipe's rate
-    is cpu-default's unless the entry overrides it. The variant keeps the probe of the recipe it came from: it
-    is the suggestion being tested, so its run counts towards the gains, not towards the probe's agreement.
+    constant-prone suggests halving ``grpo.learning_rate`` (the probed recipe's rate is cpu-default's unless the
+    entry overrides it); sparse signal suggests easier items: train on the prompts ``rlvr filter`` finds the base
+    model solves sometimes (:func:`difficulty_file`, made before the run). The variant keeps the probe of the
+    recipe it came from: it is the suggestion being tested, so its runs count towards the gains, not towards the
+    probe's agreement.
     """
-    verdict = verdict_of(data)
-    if verdict not in FOLLOWABLE:
+    now = current_verdict(data)
+    if now is None or now.name not in FOLLOWABLE:
         return None
-    from rlvr.config import load_recipe
+    if now.name == "sparse signal":
+        why = (f"the probe's verdict {now.name} ({now.figure}) suggests easier items: the prompts of the first "
+               f"{FILTER_ITEMS} the base model solves 1-7 times in 8 (rlvr filter)")
+        change = Override("run", "difficulty_filter", str(difficulty_file(root, entry)), why)
+    else:
+        from rlvr.config import load_recipe
 
-    rate = float(entry.value("grpo", "learning_rate", load_recipe("cpu-default").grpo["learning_rate"]))
-    why = (f"the probe's verdict {verdict} ({data['verdict']['figure']}) suggests halving grpo.learning_rate "
-           f"({rate:g} as probed)")
-    kept = tuple(o for o in entry.overrides if (o.section, o.key) != ("grpo", "learning_rate"))
-    return replace(entry, name=f"{entry.name}-followed", overrides=(*kept, Override("grpo", "learning_rate",
-                                                                                       rate / 2, why)))
+        rate = float(entry.value("grpo", "learning_rate", load_recipe("cpu-default").grpo["learning_rate"]))
+        why = f"the probe's verdict {now.name} ({now.figure}) suggests halving grpo.learning_rate ({rate:g} as probed)"
+        change = Override("grpo", "learning_rate", rate / 2, why)
+    kept = tuple(o for o in entry.overrides if (o.section, o.key) != (change.section, change.key))
+    return replace(entry, name=f"{entry.name}-followed", overrides=(*kept, change))
+
+
+def difficulty_file(root: Path, entry: Entry) -> Path:
+    return run_dir(root, entry) / "difficulty.jsonl"
+
+
+def estimate_difficulty(entry: Entry, root: Path, args: argparse.Namespace) -> bool:
+    """``rlvr filter`` on the probed recipe's first FILTER_ITEMS training prompts -> difficulty.jsonl (timed in
+    filter.json; not rerun when there). False when it failed."""
+    out, record = difficulty_file(root, entry), run_dir(root, entry) / "filter.json"
+    if out.is_file() and not args.force:
+        return True
+    recipe = write_recipe(root, entry)
+    print(f"panel: estimating {entry.name}'s prompt difficulty (rlvr filter) ...", flush=True)
+    cmd = rlvr("filter", str(recipe), "--limit", str(FILTER_ITEMS), "--output", str(out))
+    result = timed(cmd, run_dir(root, entry) / "filter.log", args.train_timeout)
+    kept = sum(1 for line in out.open(encoding="utf-8") if '"kept": true' in line) if out.is_file() else 0
+    write_json(record, {**result, "command": shlex.join(cmd), "kept": kept})
+    return result["rc"] == 0 and out.is_file()
 
 
 # ----------------------------------------------------------------------------- the table
@@ -636,8 +682,15 @@ def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
         failed = read_json(where / "probe.failed.json")
         return ["-"] * 6 + [f"probe failed: {cell(failed['reason'])}" if failed else "not probed"]
     f = data["figures"]
+    now, then = verdict_of(data), said_at_probe(data)
+    said = now if now == then else f"{now} (at probe time: {then})"
     return [pct(f["greedy_accuracy"]), pct(f["pass_at_1"]), pct(f["pass_at_g"]), pct(f["format_rate"]),
-            pct(f["zero_variance"]), constant_cell(f.get("constant")), data["verdict"]["name"]]
+            pct(mixed(f)), constant_cell(f.get("constant")), said]
+
+
+def mixed(figures: dict[str, Any]) -> float:
+    """Groups with right and wrong completions: those whose correctness moves GRPO (the sparse-signal figure)."""
+    return 1 - figures["groups_all_right"] - figures["groups_all_wrong"]
 
 
 def constant_cell(constant: dict[str, Any] | None) -> str:
@@ -726,11 +779,18 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
     data = read_json(run_dir(root, entry) / "probe.json")
     tally.probe_seconds += ((data or {}).get("panel") or {}).get("wall_s", 0.0)
     rows = run_rows(entry, root, tally, data, probe_cells(data, run_dir(root, entry)), verdict_of(data))
-    variant = followed(entry, data)
+    variant = followed(entry, data, root)
     if variant is not None and seeds_run(root, variant):
-        change = next(o for o in variant.overrides if o.section == "grpo" and o.key == "learning_rate")
-        shown = [""] * 6 + [f"(followed: grpo.{change.key} {change.value:g})"]
-        rows += run_rows(variant, root, tally, data, shown, None)
+        change = variant.overrides[-1]
+        extra = 0.0
+        if change.key == "learning_rate":
+            value = f"{change.value:g}"
+        else:
+            estimate = read_json(run_dir(root, entry) / "filter.json") or {}
+            extra = estimate.get("wall_s", 0.0)
+            value = f"{estimate.get('kept')} of {FILTER_ITEMS} prompts kept; rlvr filter {extra / 60:.1f} min, in the wall time"
+        shown = [""] * 6 + [f"(followed: {change.section}.{change.key}, {value})"]
+        rows += run_rows(variant, root, tally, data, shown, None, extra)
         first = seeds_run(root, variant)[0]
         test = (read_json(seed_dir(root, variant, first) / "summary.json") or {}).get("test")
         tally.followed.append((entry.name, bool(outcome(test)["significant"])))
@@ -738,10 +798,13 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
 
 
 def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None, shown: list[str],
-             verdict: str | None) -> list[str]:
+             verdict: str | None, extra_s: float = 0.0) -> list[str]:
     """One row per training run (seed) of ``entry``, or one saying none ran. ``verdict``: the probe verdict the
-    first seed's outcome is compared with (None: a followed variant, counted for gains only)."""
+    first seed's outcome is compared with (None: a followed variant, counted for gains only). ``extra_s``: work
+    the run needed first (rlvr filter), added to each run's wall time."""
     records = [(s, read_json(seed_dir(root, entry, s) / "run.json")) for s in seeds_run(root, entry)]
+    records = [(s, {**r, "wall_s": r["wall_s"] + extra_s} if r and r.get("wall_s") is not None else r)
+               for s, r in records]
     records = [(s, r) for s, r in records if r] or [(DEFAULT_SEED, None)]
     rows = []
     for index, (seed, record) in enumerate(records):
@@ -759,7 +822,7 @@ def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None
 
 def table(entries: Sequence[Entry], root: Path) -> str:
     """The markdown table for BENCHMARKS.md, every probe and run a row, and the tally under it."""
-    head = ("| dataset | category | config | greedy | pass@1 | pass@G | format | zero-var | constant (probe) | "
+    head = ("| dataset | category | config | greedy | pass@1 | pass@G | format | mixed groups | constant (probe) | "
             "probe verdict | "
             "trained? | test before -> after | gain, points [95% CI] | now right/wrong | McNemar p | "
             "format before -> after | constant answer | wall | peak RSS | probe agreed? |")
@@ -797,7 +860,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--also-train", help="comma-separated names to train whatever their verdict")
     parser.add_argument("--follow", action="store_true",
                         help="also train, where the probe's verdict suggests one recipe change (constant-prone: "
-                             "halve grpo.learning_rate), the recipe with that change (<name>-followed)")
+                             "halve grpo.learning_rate; sparse signal: rlvr filter, then run.difficulty_filter), "
+                             "the recipe with that change (<name>-followed)")
     parser.add_argument("--controls", type=int, default=2,
                         help="train the first N datasets the probe calls too hard or format-bound (default 2)")
     parser.add_argument("--force", action="store_true", help="rerun probes and trains that are done")
@@ -842,7 +906,11 @@ def execute(args: argparse.Namespace) -> int:
                 for seed in seeds if why else []:
                     train(entry, seed, why, root, args)
             for entry in entries if args.follow else []:
-                variant = followed(entry, probes[entry.name])
+                variant = followed(entry, probes[entry.name], root)
+                if variant and variant.overrides[-1].key == "difficulty_filter" and not estimate_difficulty(
+                        entry, root, args):
+                    print(f"panel: {entry.name}: rlvr filter failed (see its filter.log); not following", flush=True)
+                    continue
                 for seed in seeds if variant else []:
                     train(variant, seed, f"followed ({verdict_of(probes[entry.name])})", root, args)
     print()
