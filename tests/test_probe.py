@@ -57,8 +57,6 @@ def chance(**changes):
     ({"groups_all_wrong": 0.7, "groups_all_right": 0.0}, "sparse signal", "30% of groups mix right and wrong"),
     ({"groups_all_wrong": 0.6, "groups_all_right": 0.05}, "sparse signal", "easier items"),  # 35% mixed
     ({"groups_all_wrong": 0.55, "groups_all_right": 0.0}, "learnable", "train as is"),  # 45% mixed: needle_haystack
-    ({"groups_all_wrong": 0.6, "groups_all_right": 0.05, "format_rate": 0.44}, "learnable", "train as is"),  # the
-    # CPU default: 36% mixed, but the answer line is still being learned
 ])
 def test_verdict_from_hand_made_figures(changes, name, suggests):
     found = verdict(figures(**changes))

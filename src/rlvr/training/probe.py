@@ -65,10 +65,7 @@ CONSTANT_PRONE = 0.5
 #: (BENCHMARKS.md, "A panel of tasks"): needle_haystack (45% mixed) gained on three seeds; color_cube_rotation (34%),
 #: basic_arithmetic (30%) and lcm (19%; also at 90 steps) did not; number_format (50%) did not either, which the
 #: rule gets wrong. Fixed before the outcomes of word_sequence_reversal (27%) and spiral_matrix (22%) were known.
-#: Only where the format no longer limits (:data:`FORMAT_LEARNED`): while the answer line is still being learned,
-#: format variance is signal that turns into accuracy (the CPU default: 36% mixed, format 44%, +35 points).
 SPARSE = 0.4
-FORMAT_LEARNED = 0.9
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -178,7 +175,7 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        "GRPO's quickest reward is converging on that answer, not the skill: halve grpo.learning_rate "
                        "(the panel's aiw collapsed onto it at 5e-4 and gained at 2.5e-4), and judge the gain against it")
     mixed = 1 - f.groups_all_right - f.groups_all_wrong
-    if mixed < SPARSE and (f.format_rate is None or f.format_rate >= FORMAT_LEARNED):
+    if mixed < SPARSE:
         return Verdict("sparse signal", f"{mixed:.0%} of groups mix right and wrong answers (pass@1 {f.pass_at_1:.0%}, "
                        f"pass@{f.group_size} {f.pass_at_g:.0%})",
                        "easier items (rlvr filter, then run.difficulty_filter) or more exemplars (task.shots): on "
@@ -529,7 +526,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "rows": f"the first {len(rows)} training rows{filtered}, in order", "gold_readable": gold_read,
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
-                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE, "sparse": SPARSE, "format_learned": FORMAT_LEARNED,
+                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE, "sparse": SPARSE,
                        "gold_readable": GOLD_READABLE},
     }
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
