@@ -60,12 +60,6 @@ TOO_EASY = 0.8
 #: 'husband', simple_equations (8% vs 6%) kept the base; needle_haystack (0% vs 12%) gained, color_cube_rotation
 #: (3% vs 8%) +6 points, not significant.
 CONSTANT_PRONE = 0.5
-#: Sparse signal: fewer than this share of groups mix right and wrong completions, the only groups whose
-#: correctness moves GRPO. Set after the panel's first five learnable-looking trainings at the recipe as probed
-#: (BENCHMARKS.md, "A panel of tasks"): needle_haystack (45% mixed) gained on three seeds; color_cube_rotation (34%),
-#: basic_arithmetic (30%) and lcm (19%; also at 90 steps) did not; number_format (50%) did not either, which the
-#: rule gets wrong. Fixed before the outcomes of word_sequence_reversal (27%) and spiral_matrix (22%) were known.
-SPARSE = 0.4
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -118,7 +112,7 @@ class Figures:
 
 @dataclass(frozen=True)
 class Verdict:
-    name: str  # too long, format-bound, at chance, too hard, too easy, constant-prone, sparse signal, learnable
+    name: str  # too long, format-bound, at chance, too hard, too easy, constant-prone, learnable
     figure: str  # the figure behind it, in words
     suggestion: str  # the recipe change it suggests
 
@@ -145,7 +139,7 @@ class Probe:
 
 def verdict(f: Figures, chat: bool = False) -> Verdict:
     """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy,
-    constant-prone, sparse signal, learnable.
+    constant-prone, learnable.
 
     Too long comes first because a cut completion also reads as unformatted and wrong; format before
     difficulty because an unformatted completion is judged wrong whatever it knows. ``chat``: the task's prompt
@@ -174,12 +168,6 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        f"of these items vs sampled pass@1 {f.pass_at_1:.0%}",
                        "GRPO's quickest reward is converging on that answer, not the skill: halve grpo.learning_rate "
                        "(the panel's aiw collapsed onto it at 5e-4 and gained at 2.5e-4), and judge the gain against it")
-    mixed = 1 - f.groups_all_right - f.groups_all_wrong
-    if mixed < SPARSE:
-        return Verdict("sparse signal", f"{mixed:.0%} of groups mix right and wrong answers (pass@1 {f.pass_at_1:.0%}, "
-                       f"pass@{f.group_size} {f.pass_at_g:.0%})",
-                       "easier items (rlvr filter, then run.difficulty_filter) or more exemplars (task.shots): on "
-                       "rlvr's panel no dataset under 40% gained in 30 steps, nor lcm in 90")
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
                    f"pass@{f.group_size} {f.pass_at_g:.0%})", "train as is")
 
@@ -526,7 +514,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "rows": f"the first {len(rows)} training rows{filtered}, in order", "gold_readable": gold_read,
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
-                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE, "sparse": SPARSE,
+                       "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
                        "gold_readable": GOLD_READABLE},
     }
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
