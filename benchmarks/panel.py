@@ -605,17 +605,18 @@ def training_reason(entry: Entry, verdict: str | None, chosen: Sequence[str], al
 
 
 #: The verdicts whose suggestion is one recipe change the script can make.
-FOLLOWABLE = ("constant-prone", "sparse signal")
-#: sparse signal: the training prompts ``rlvr filter`` estimates (8 samples each) before training on the kept ones.
-#: At ~30% mixed groups, 400 prompts keep ~120: the 30 steps x 4 prompts of one pass.
+FOLLOWABLE = ("constant-prone", "too hard")
+#: too hard: the training prompts ``rlvr filter`` estimates (8 samples each) before training on the kept ones.
 FILTER_ITEMS = 400
+#: Fewer kept prompts than this and a followed too-hard run is not trained: 30 steps would repeat each one 15 times.
+MIN_KEPT = 8
 
 
 def followed(entry: Entry, data: dict[str, Any] | None, root: Path) -> Entry | None:
     """The entry with the change its probe's verdict suggests written into the recipe (None: nothing to follow).
 
     constant-prone suggests halving ``grpo.learning_rate`` (the probed recipe's rate is cpu-default's unless the
-    entry overrides it); sparse signal suggests easier items: train on the prompts ``rlvr filter`` finds the base
+    entry overrides it); too hard suggests easier items: train on the prompts ``rlvr filter`` finds the base
     model solves sometimes (:func:`difficulty_file`, made before the run). The variant keeps the probe of the
     recipe it came from: it is the suggestion being tested, so its runs count towards the gains, not towards the
     probe's agreement.
@@ -623,7 +624,7 @@ def followed(entry: Entry, data: dict[str, Any] | None, root: Path) -> Entry | N
     now = current_verdict(data)
     if now is None or now.name not in FOLLOWABLE:
         return None
-    if now.name == "sparse signal":
+    if now.name == "too hard":
         why = (f"the probe's verdict {now.name} ({now.figure}) suggests easier items: the prompts of the first "
                f"{FILTER_ITEMS} the base model solves 1-7 times in 8 (rlvr filter)")
         change = Override("run", "difficulty_filter", str(difficulty_file(root, entry)), why)
@@ -689,7 +690,7 @@ def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
 
 
 def mixed(figures: dict[str, Any]) -> float:
-    """Groups with right and wrong completions: those whose correctness moves GRPO (the sparse-signal figure)."""
+    """Groups with right and wrong completions: those whose correctness moves GRPO."""
     return 1 - figures["groups_all_right"] - figures["groups_all_wrong"]
 
 
@@ -860,7 +861,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--also-train", help="comma-separated names to train whatever their verdict")
     parser.add_argument("--follow", action="store_true",
                         help="also train, where the probe's verdict suggests one recipe change (constant-prone: "
-                             "halve grpo.learning_rate; sparse signal: rlvr filter, then run.difficulty_filter), "
+                             "halve grpo.learning_rate; too hard: rlvr filter, then run.difficulty_filter), "
                              "the recipe with that change (<name>-followed)")
     parser.add_argument("--controls", type=int, default=2,
                         help="train the first N datasets the probe calls too hard or format-bound (default 2)")
@@ -907,10 +908,16 @@ def execute(args: argparse.Namespace) -> int:
                     train(entry, seed, why, root, args)
             for entry in entries if args.follow else []:
                 variant = followed(entry, probes[entry.name], root)
-                if variant and variant.overrides[-1].key == "difficulty_filter" and not estimate_difficulty(
-                        entry, root, args):
-                    print(f"panel: {entry.name}: rlvr filter failed (see its filter.log); not following", flush=True)
-                    continue
+                if variant and variant.overrides[-1].key == "difficulty_filter":
+                    if not estimate_difficulty(entry, root, args):
+                        print(f"panel: {entry.name}: rlvr filter failed (see its filter.log); not following",
+                              flush=True)
+                        continue
+                    kept = (read_json(run_dir(root, entry) / "filter.json") or {}).get("kept", 0)
+                    if kept < MIN_KEPT:
+                        print(f"panel: {entry.name}: rlvr filter kept {kept} prompts (< {MIN_KEPT}); not following",
+                              flush=True)
+                        continue
                 for seed in seeds if variant else []:
                     train(variant, seed, f"followed ({verdict_of(probes[entry.name])})", root, args)
     print()

@@ -54,9 +54,6 @@ def chance(**changes):
     ({"constant": {"answer": "24", "accuracy": 0.05, "n": 64}, "pass_at_1": 0.2}, "learnable", "train as is"),
     ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
      "rlvr filter"),  # too hard is said first
-    ({"groups_all_wrong": 0.7, "groups_all_right": 0.0}, "sparse signal", "30% of groups mix right and wrong"),
-    ({"groups_all_wrong": 0.6, "groups_all_right": 0.05}, "sparse signal", "easier items"),  # 35% mixed
-    ({"groups_all_wrong": 0.55, "groups_all_right": 0.0}, "learnable", "train as is"),  # 45% mixed: needle_haystack
 ])
 def test_verdict_from_hand_made_figures(changes, name, suggests):
     found = verdict(figures(**changes))
