@@ -202,6 +202,11 @@ PANEL: list[Entry] = [
     Entry("path_star", "path_star", {"degree": 2, "min_path_length": 2, "max_path_length": 3, "node_range": 100},
           "the path from start to goal in a small star graph given as edges ('17 32|17 63|32 15|63 97', 17 -> 97 "
           "= '17 63 97'): follow the edge that leads to the goal, retrieval as in needle_haystack; answers unique"),
+    Entry("arc_1d", "arc_1d", {"min_size": 8, "max_size": 10},
+          "a 1-D ARC puzzle: three input/output rows of 8-10 cells show a rule (shift a block, mirror, recolour, "
+          "...), apply it to a fourth row; the answer is a row of 8-10 digits",
+          (Override("grpo", "max_completion_length", 48, "the answer line is up to 27 tokens (--check)"),
+           Override("run", "eval_max_new_tokens", 48, "the held-out verdict reads as long answers as training"))),
     Entry("aiw", "aiw", {"max_entities": 4},
           "Alice-in-Wonderland: 'Jennifer has 1 brothers and 1 sisters; how many sisters does her brother have?' "
           "(sisters + 1; friends and colleagues alike); 4 answers (constant ~25%), the skill is the +1 the model "
