@@ -578,13 +578,18 @@ def verdict_of(data: dict[str, Any] | None) -> str | None:
 
 
 def current_verdict(data: dict[str, Any] | None) -> Any:
-    from rlvr.training.probe import Chance, Figures, verdict
+    """Today's :class:`~rlvr.training.probe.Verdict` for a probe.json (the recorded one where its figures are not
+    complete enough to judge again)."""
+    from rlvr.training.probe import Chance, Figures, Verdict, verdict
 
-    if not data or "figures" not in data:
+    if not data or "verdict" not in data:
         return None
-    f = dict(data["figures"])
-    f["chance"] = Chance(**f["chance"]) if f.get("chance") else None
-    return verdict(Figures(**f))
+    f = dict(data.get("figures") or {})
+    try:
+        f["chance"] = Chance(**f["chance"]) if f.get("chance") else None
+        return verdict(Figures(**f))
+    except TypeError:  # figures from an older or foreign probe: keep what it said
+        return Verdict(**data["verdict"])
 
 
 def said_at_probe(data: dict[str, Any] | None) -> str | None:
@@ -694,8 +699,10 @@ def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
             pct(mixed(f)), constant_cell(f.get("constant")), said]
 
 
-def mixed(figures: dict[str, Any]) -> float:
-    """Groups with right and wrong completions: those whose correctness moves GRPO."""
+def mixed(figures: dict[str, Any]) -> float | None:
+    """Groups with right and wrong completions: those whose correctness moves GRPO (None: not recorded)."""
+    if "groups_all_right" not in figures or "groups_all_wrong" not in figures:
+        return None
     return 1 - figures["groups_all_right"] - figures["groups_all_wrong"]
 
 

@@ -20,7 +20,12 @@ name = Path(args[1]).stem
 with open(Path(sys.argv[1]).with_name("calls.txt"), "a") as calls:
     calls.write(f"{args[0]} {name}{' --resume' if '--resume' in args else ''}\n")
 step = plan[name]
-if args[0] == "probe":
+if args[0] == "filter":
+    out = Path(args[args.index("--output") + 1])
+    kept = step.get("kept", 0)
+    out.write_text("".join(json.dumps({"id": f"{name}-train-{i}", "pass_rate": 0.5 if i < kept else 0.0,
+                                       "kept": i < kept}) + "\n" for i in range(20)))
+elif args[0] == "probe":
     out = Path(args[args.index("--output") + 1])
     figures = {"greedy_accuracy": 0.2, "pass_at_1": 0.15, "pass_at_g": 0.5, "format_rate": 0.9, "zero_variance": 0.4}
     verdict = {"name": step["verdict"], "figure": "", "suggestion": ""}
@@ -110,3 +115,35 @@ def test_probe_train_table_loop_is_resumable(panel, tmp_path, monkeypatch, capsy
     (killed / "checkpoint-10").mkdir()
     assert panel.main(argv) == 0
     assert calls.read_text().splitlines()[-1] == "train aiw --resume"
+
+
+def test_follow_trains_the_suggested_change_as_its_own_recipe(panel, tmp_path, monkeypatch, capsys):
+    plan = {
+        "aiw": {"verdict": "constant-prone", "gain": 0.0, "p": 1.0},
+        "aiw-followed": {"gain": 0.5, "p": 1e-9},
+        "path_star": {"verdict": "too hard", "kept": 12},
+        "path_star-followed": {"gain": 0.0, "p": 1.0},
+        "spell_backward": {"verdict": "too hard", "kept": 2},  # too few prompts kept: not followed
+        "lcm": {"verdict": "learnable", "gain": 0.2, "p": 1e-5},  # nothing to follow
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "fake.py").write_text(FAKE_RLVR)
+    monkeypatch.setattr(panel, "rlvr", lambda *args: [sys.executable, str(tmp_path / "fake.py"),
+                                                      str(tmp_path / "plan.json"), *args])
+    root = tmp_path / "runs"
+    argv = ["--root", str(root), "--only", "aiw,path_star,spell_backward,lcm", "--controls", "0", "--follow"]
+
+    assert panel.main(argv) == 0
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert [c for c in calls if not c.startswith("probe")] == [
+        "train lcm", "train aiw-followed", "filter path_star", "train path_star-followed", "filter spell_backward"]
+    followed = yaml.safe_load((root / "recipes" / "aiw-followed.yaml").read_text())
+    assert followed["grpo"]["learning_rate"] == pytest.approx(2.5e-4)  # half of cpu-default's 5e-4
+    assert "suggests halving grpo.learning_rate" in (root / "recipes" / "aiw-followed.yaml").read_text()
+    filtered = yaml.safe_load((root / "recipes" / "path_star-followed.yaml").read_text())
+    assert filtered["run"]["difficulty_filter"] == str(root / "path_star" / "difficulty.jsonl")
+    out = capsys.readouterr().out
+    assert "rlvr filter kept 2 prompts (< 8); not following" in out
+    assert "a significant gain on 1 of 2 (aiw: yes, path_star: no)" in out
+    assert ": 2 (aiw-followed, lcm)" in out  # a followed run counts towards the gains
+    assert "1/1 (100%)" in out  # ... not towards the probe's agreement (aiw's own run was not trained)
