@@ -60,11 +60,22 @@ format 0.5 + correctness 1.0 (the task's own: cpu-default's go with its task), 3
 
     dataset                 category     train/val/test  shared  gold read  const (answer)  answer tok  prompt tok
     lcm                     arithmetic   250/100/200     0       200/200    5.0% (24)       11          104
+    products                arithmetic   2000/100/200    0       200/200    0.0%            12          108
+    chain_sum               arithmetic   2000/100/200    0       200/200    2.0% (7)        10          105
+    number_format           arithmetic   2000/100/200    0       200/200    0.0%            26          290
     decimal_chain_sum       arithmetic   2000/100/200    0       200/200    1.0% (8.3)      12          109
     leg_counting            arithmetic   2000/100/200    0       200/200    12.0% (12)      10          147
+    basic_arithmetic        arithmetic   2000/100/200    0       200/200    1.5% (9)        11           82
     spell_backward          algorithmic  2000/100/200    0       200/200    0.0%            11           96
-    word_sequence_reversal  algorithmic  2000/100/200    0       200/200    0.0%            17          153
+    word_sequence_reversal  algorithmic  2000/100/200    0       200/200    0.0%            14          146
     word_sorting            algorithmic  2000/100/200    0       200/200    0.0%            20          238
+    letter_jumble           algorithmic  2000/100/200    0       200/200    0.0%            11          275
+    spiral_matrix           algorithmic  2000/100/200    0       200/200    0.0%            15          477
+    number_filtering        algorithmic  2000/100/200    0       200/200    0.5% (['96'])   19          141
+    palindrome_generation   algorithmic  2000/100/200    0       200/200    0.0%            10          260
+    list_functions          induction    2000/100/200    0       200/200    5.5% ([0])      48 (64)     627
+    path_star               graphs       2000/100/200    0       200/200    0.0%            19          418
+    arc_1d                  arc          2000/100/200    0       200/200    0.0%            27 (48)     580
     aiw                     logic        1000/100/200    0       200/200    22.5% (3)        9          152
     needle_haystack         cognition    2000/100/200    0       200/200    0.0%            13          195
     number_sequence         cognition    500/100/200     0       200/200    7.5% (0)        11           96
@@ -73,6 +84,8 @@ format 0.5 + correctness 1.0 (the task's own: cpu-default's go with its task), 3
     simple_geometry         geometry     2000/100/200    0       200/200    2.0% (12)       11          185
     simple_equations        algebra      2000/100/200    0       200/200    7.5% (3)         9           97
     tsumego                 games        2000/100/200    0       200/200    1.0% (C4)        9          422
+
+(answer tok: the longest gold answer line; in brackets the completion budget where an entry raises the default 32.)
 """
 
 from __future__ import annotations
