@@ -671,11 +671,13 @@ def estimate_difficulty(entry: Entry, root: Path, args: argparse.Namespace) -> b
     out, record = difficulty_file(root, entry), run_dir(root, entry) / "filter.json"
     if out.is_file() and not args.force:
         return True
+    from rlvr.jsonl import read_jsonl
+
     recipe = write_recipe(root, entry)
     print(f"panel: estimating {entry.name}'s prompt difficulty (rlvr filter) ...", flush=True)
     cmd = rlvr("filter", str(recipe), "--limit", str(FILTER_ITEMS), "--output", str(out))
     result = timed(cmd, run_dir(root, entry) / "filter.log", args.train_timeout)
-    kept = sum(1 for line in out.open(encoding="utf-8") if '"kept": true' in line) if out.is_file() else 0
+    kept = sum(bool(r["kept"]) for r in read_jsonl(out, required=("id", "kept"))) if out.is_file() else 0
     write_json(record, {**result, "command": shlex.join(cmd), "kept": kept})
     return result["rc"] == 0 and out.is_file()
 
