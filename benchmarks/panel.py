@@ -772,16 +772,20 @@ class Tally:
 
     agreed: int = 0
     compared: int = 0
+    #: (called learnable, gained significantly) of each compared dataset, for the breakdown under the agreement
+    calls: list[tuple[bool, bool]] = field(default_factory=list)
     counted: list[str] = field(default_factory=list)  # significant, >= 200 items, above the constant answer
     within: list[str] = field(default_factory=list)  # ... and within the 15-minute budget
     failed: int = 0  # failed runs, every seed
     followed: list[tuple[str, bool]] = field(default_factory=list)  # (dataset, gained) of each followed variant
     probe_seconds: float = 0.0
 
-    def add(self, entry: Entry, record: dict[str, Any] | None, agrees: bool | None, counts: bool) -> None:
+    def add(self, entry: Entry, record: dict[str, Any] | None, agrees: bool | None, counts: bool,
+            learnable: bool = False) -> None:
         if agrees is not None:
             self.compared += 1
             self.agreed += agrees
+            self.calls.append((learnable, learnable == agrees))
         if counts:
             self.counted.append(entry.name)
             if record and record.get("wall_s", BUDGET_S + 1) <= BUDGET_S:
@@ -791,6 +795,7 @@ class Tally:
         share = f"{self.agreed}/{self.compared} ({self.agreed / self.compared:.0%})" if self.compared else "0/0"
         return [f"Probe agreed with the outcome on {share} of the trained datasets (first seed; significant: "
                 f"gain > 0, McNemar p < {SIGNIFICANT_P}; bar: >= 80%).",
+                *self.breakdown(),
                 f"Significant gains with >= {TEST_ITEMS} test items and the trained accuracy above the constant "
                 f"answer: {len(self.counted)} ({', '.join(self.counted) or 'none'}); of them within "
                 f"{BUDGET_S // 60} min: {len(self.within)} (bar: >= 6).",
@@ -799,6 +804,21 @@ class Tally:
                    f"({', '.join(n + (': yes' if g else ': no') for n, g in self.followed)})."]
                   if self.followed else []),
                 f"Failed runs: {self.failed}. Probes took {self.probe_seconds / 60:.0f} min in all."]
+
+
+    def breakdown(self) -> list[str]:
+        """Agreement split by verdict, against the base rate: a panel where few datasets gain makes "no gain" an
+        easy prediction, so the share alone flatters the probe; what it adds is how much a verdict changes the
+        odds of a gain."""
+        if not self.calls:
+            return []
+        said = [gained for learnable, gained in self.calls if learnable]
+        denied = [gained for learnable, gained in self.calls if not learnable]
+        gains = sum(gained for _, gained in self.calls)
+        return [f"By verdict: learnable {len(said)}, of which {sum(said)} gained; any other verdict {len(denied)}, "
+                f"of which {sum(denied)} gained. Gains at the recipes as probed: {gains} of {self.compared}, so "
+                f"always predicting no gain would agree on {self.compared - gains}/{self.compared} "
+                f"({(self.compared - gains) / self.compared:.0%})."]
 
 
 def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
@@ -840,7 +860,7 @@ def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None
         tally.failed += bool(record) and record.get("status") != "done"
         agrees = agreement(verdict, summary)
         if index == 0:
-            tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"])
+            tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"], verdict == "learnable")
         first = [entry.name, category(entry.dataset), cell(flow(entry.config))] if index == 0 else ["", "", ""]
         said = {True: "yes", False: "**no**", None: "-"}[agrees]
         rows.append("| " + " | ".join([*first, *(shown if index == 0 else [""] * 7), *run_cells(record, summary),

@@ -147,3 +147,15 @@ def test_follow_trains_the_suggested_change_as_its_own_recipe(panel, tmp_path, m
     assert "a significant gain on 1 of 2 (aiw: yes, path_star: no)" in out
     assert ": 2 (aiw-followed, lcm)" in out  # a followed run counts towards the gains
     assert "1/1 (100%)" in out  # ... not towards the probe's agreement (aiw's own run was not trained)
+
+
+def test_the_tally_sets_agreement_against_always_predicting_no_gain(panel):
+    tally = panel.Tally()
+    entry = panel.PANEL[0]
+    for learnable, gained in [(True, True), (True, False), (False, False), (False, False), (False, True)]:
+        tally.add(entry, None, agrees=learnable == gained, counts=False, learnable=learnable)
+
+    lines = "\n".join(tally.lines())
+    assert "agreed with the outcome on 3/5 (60%)" in lines
+    assert "learnable 2, of which 1 gained; any other verdict 3, of which 1 gained" in lines
+    assert "Gains at the recipes as probed: 2 of 5, so always predicting no gain would agree on 3/5 (60%)" in lines
