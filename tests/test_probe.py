@@ -227,7 +227,8 @@ def test_probe_writes_probe_json_and_a_table(tiny_model_dir, tmp_path, capsys):
     written = json.loads((tmp_path / "out" / "probe.json").read_text())
     assert written["figures"]["items"] == 4 and written["figures"]["group_size"] == 4
     assert written["verdict"]["name"] in ("format-bound", "too long", "too hard", "too easy", "constant-prone", "learnable")
-    assert written["rows"] == "the first 4 training rows, in order" and written["gold_readable"] == 4
+    assert written["rows"] == "the first 4 training rows, in the order training draws them"
+    assert written["gold_readable"] == 4
     out = capsys.readouterr().out
     assert "sampled pass@1" in out and "zero-variance groups" in out and "verdict  " in out
 
@@ -272,3 +273,15 @@ def test_train_probes_first_when_asked_and_records_it(tiny_model_dir, tmp_path, 
     assert len(lines) == 1 and "pass@4" in lines[0]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["probe"]["figures"]["items"] == 4 and summary["probe"]["verdict"]["name"]
+
+
+@pytest.mark.parametrize("seed", [42, 7])
+def test_the_probed_rows_are_the_ones_trls_sampler_draws_first(seed):
+    from trl.trainer.utils import RepeatSampler
+
+    sampler = RepeatSampler(list(range(50)), mini_repeat_count=4, batch_size=5, repeat_count=1, shuffle=True,
+                            seed=seed)
+    drawn = list(dict.fromkeys(sampler))  # each prompt index repeated for its group, first draws first
+
+    assert probing.training_order(50, {"seed": seed}) == drawn
+    assert probing.training_order(50, {"seed": seed, "shuffle_dataset": False}) == list(range(50))

@@ -1,9 +1,10 @@
 """``rlvr probe``: before training, can GRPO move this model on this task?
 
 GRPO learns only from groups whose completions earn different rewards: each completion's advantage is
-its reward minus its group's mean. On the first N training prompts (the rows training sees, in order,
-after ``run.difficulty_filter``, rendered with the same template and exemplars) the base model, LoRA not
-applied, is decoded as training decodes it, and the figures below say where the signal will come from:
+its reward minus its group's mean. On the first N training prompts (the rows training draws first, in the
+trainer's seeded order, after ``run.difficulty_filter``, rendered with the same template and exemplars) the
+base model, LoRA not applied, is decoded as training decodes it, and the figures below say where the signal
+will come from:
 
 * **greedy accuracy and format rate**: what the model knows and whether it writes the answer line at all
   (the verdict on the test split measures greedy accuracy; the format rate is ``Outcome.well_formed``);
@@ -301,9 +302,23 @@ def check_gold(task: Any, rows: Sequence[Mapping[str, Any]]) -> int | None:
 # ----------------------------------------------------------------------------- running
 
 
+def training_order(size: int, grpo: Mapping[str, Any]) -> list[int]:
+    """The order in which TRL's GRPOTrainer draws the train split's rows: its ``RepeatSampler`` takes
+    ``torch.randperm`` with a generator seeded by ``GRPOConfig.seed`` (42 unless the recipe's ``grpo.seed`` says
+    otherwise), or the split's own order under ``grpo.shuffle_dataset: false``."""
+    if not grpo.get("shuffle_dataset", True):
+        return list(range(size))
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(int(grpo.get("seed", 42)))
+    return torch.randperm(size, generator=generator).tolist()
+
+
 def training_rows(task: Any, difficulty_filter: str | None, items: int, dataset: Any = None,
-                  option: str = "--items") -> list[dict[str, Any]]:
-    """The first ``items`` rows training sees: ``task.load("train")`` with ``run.difficulty_filter`` applied."""
+                  option: str = "--items", grpo: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The first ``items`` rows training sees: ``task.load("train")`` with ``run.difficulty_filter`` applied, in
+    the order the trainer draws them (:func:`training_order` under the recipe's ``grpo`` settings)."""
     if dataset is None:
         dataset = task.load("train")
         if difficulty_filter:
@@ -311,7 +326,7 @@ def training_rows(task: Any, difficulty_filter: str | None, items: int, dataset:
 
             dataset = apply_filter(dataset, difficulty_filter)
     check_items(items, len(dataset), bool(difficulty_filter), option)
-    return [dict(row) for row in dataset.select(range(items))]
+    return [dict(row) for row in dataset.select(training_order(len(dataset), grpo or {})[:items])]
 
 
 def reward_totals(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], texts: Sequence[Sequence[str]],
@@ -492,7 +507,7 @@ def prepare(task: Any, recipe: Any, items: int, dataset: Any = None,
             option: str = "--items") -> tuple[list[dict[str, Any]], int | None]:
     """(the rows to probe, how many gold answers the verifier reads): the checks that need no model, done first."""
     task.reward_functions(recipe.rewards)  # a reward the task cannot serve fails now, not after generation
-    rows = training_rows(task, recipe.run.difficulty_filter, items, dataset, option)
+    rows = training_rows(task, recipe.run.difficulty_filter, items, dataset, option, recipe.grpo)
     return rows, check_gold(task, rows)
 
 
@@ -511,7 +526,8 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
     filtered = " kept by run.difficulty_filter" if recipe.run.difficulty_filter else ""
     info = {
         "recipe": recipe.name, "model": recipe.model.name_or_path, "task": recipe.task_name,
-        "rows": f"the first {len(rows)} training rows{filtered}, in order", "gold_readable": gold_read,
+        "rows": f"the first {len(rows)} training rows{filtered}, in the order training draws them",
+        "gold_readable": gold_read,
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
                        "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
