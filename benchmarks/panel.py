@@ -857,7 +857,7 @@ def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None
     rows = []
     for index, (seed, record) in enumerate(records):
         summary = read_json(seed_dir(root, entry, seed) / "summary.json") if record else None
-        tally.failed += bool(record) and record.get("status") != "done"
+        tally.failed += bool(record) and record.get("status") == "failed"
         agrees = agreement(verdict, summary)
         if index == 0:
             tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"], verdict == "learnable")
