@@ -39,6 +39,8 @@ def chance(**changes):
 @pytest.mark.parametrize(("changes", "name", "suggests"), [
     ({}, "learnable", "70% of groups carry signal"),
     ({"truncated": 0.6, "format_rate": 0.0}, "too long", "grpo.max_completion_length"),  # before format-bound
+    ({"truncated": 0.6, "groups_all_wrong": 0.9, "pass_at_g": 0.1}, "too long", "grpo.max_completion_length"),
+    ({"truncated": 0.6}, "learnable", "train as is"),  # cut, but the finished ones leave signal in most groups
     ({"format_rate": 0.1}, "format-bound", "task.shots"),
     ({"format_rate": 0.1, "groups_all_wrong": 1.0}, "format-bound", "task.chat: true"),  # before too hard
     ({"chance": chance(), "pass_at_1": 0.3}, "at chance", "larger model"),  # 0.25 + 2 * sqrt(.25 * .75 / 64) = 0.36
