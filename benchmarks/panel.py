@@ -785,7 +785,7 @@ class Tally:
         if agrees is not None:
             self.compared += 1
             self.agreed += agrees
-            self.calls.append((learnable, learnable == agrees))
+            self.calls.append((learnable, learnable == agrees))  # agreeing with learnable = it gained
         if counts:
             self.counted.append(entry.name)
             if record and record.get("wall_s", BUDGET_S + 1) <= BUDGET_S:
@@ -804,7 +804,6 @@ class Tally:
                    f"({', '.join(n + (': yes' if g else ': no') for n, g in self.followed)})."]
                   if self.followed else []),
                 f"Failed runs: {self.failed}. Probes took {self.probe_seconds / 60:.0f} min in all."]
-
 
     def breakdown(self) -> list[str]:
         """Agreement split by verdict, against the base rate: a panel where few datasets gain makes "no gain" an
