@@ -44,7 +44,9 @@ from rlvr.rewards.base import RewardFunc
 from rlvr.rewards.keywords import item_of, judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
 from rlvr.tasks.clinical_vignettes import MAX_DRAWS, PER_CONDITION, generate_vignettes, select_conditions
-from rlvr.tasks.splits import disjoint_rows
+from rlvr.tasks.note_exemplars import BUILTIN as BUILTIN_EXEMPLARS
+from rlvr.tasks.note_exemplars import ExemplarNote, chat_prompt, load_exemplar_notes, plain_prompt
+from rlvr.tasks.splits import disjoint_rows, normalize_question
 from rlvr.verifiers.conditions import findings_in, known_condition, load_table
 from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
 from rlvr.verifiers.keywords import WRITING_INDICATORS, Judgement
@@ -84,6 +86,12 @@ class KeywordsTask(Task):
     conditions: list[str] | None = None
     #: With prompts "generated": vignettes per condition (the first 20 are the default set's).
     vignettes_per_condition: int = PER_CONDITION
+    #: Worked example notes before each prompt, as earlier turns of the conversation (0: none): a vignette and a
+    #: full-credit note each, taken in order from ``exemplars``. Rows whose prompt is an example's are dropped.
+    shots: int = 0
+    #: Where the example notes come from: "builtin" (two written for rlvr, of cellulitis and gout) or a JSONL
+    #: file with a prompt and a completion per line.
+    exemplars: str = BUILTIN_EXEMPLARS
 
     name = "keywords"
     default_rewards = [{"name": "keywords", "weight": 1.0}]
@@ -98,6 +106,17 @@ class KeywordsTask(Task):
             raise RlvrError("keywords limit must be a positive integer.")
         load_rubric(self.rubric)  # a broken rubric fails now, naming what to fix
         self._check_generation_options()
+        self._check_shots()
+
+    def _check_shots(self) -> None:
+        """``shots`` a whole number no larger than the example notes ``exemplars`` holds (one-line errors)."""
+        if isinstance(self.shots, bool) or not isinstance(self.shots, int) or self.shots < 0:
+            raise RlvrError(f"keywords shots must be a whole number of example notes (0: none), got {self.shots!r}.")
+        if self.shots:
+            available = len(load_exemplar_notes(self.exemplars))
+            if self.shots > available:
+                raise RlvrError(f"keywords shots {self.shots}: exemplars '{self.exemplars}' holds {available} "
+                                f"example note{'s' if available != 1 else ''}; lower shots or add notes.")
 
     def _check_generation_options(self) -> None:
         """``conditions`` and ``vignettes_per_condition`` only with generated prompts, and valid (one-line errors)."""
@@ -139,7 +158,8 @@ class KeywordsTask(Task):
         if self.test_prompts:
             by_split["test"] = list(enumerate(self._source(self.test_prompts)))
         kept, self.dropped_overlaps = disjoint_rows(by_split, lambda pair: str(pair[1]["prompt"]))
-        return kept[split]
+        shown = {normalize_question(note.prompt) for note in self._shots()}
+        return [pair for pair in kept[split] if normalize_question(str(pair[1]["prompt"])) not in shown]
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
         """As the base class, with this task's rubric and semantic setting filled into ``keywords`` rewards."""
@@ -245,18 +265,24 @@ class KeywordsTask(Task):
     def _record(self, index: int, row: dict[str, Any]) -> dict[str, Any]:
         own = row.get("rubric") or ""
         rubric = load_rubric(own) if own else self.default_rubric()
-        text = str(row["prompt"]).strip()
-        if rubric.instructions:
-            text = f"{text}\n\n{rubric.instructions}"
+        text, notes = str(row["prompt"]).strip(), self._shots()
         record = {
             "id": str(row.get("id") or f"keywords-{index}"),
-            "prompt": [{"role": "user", "content": text}] if self.chat else f"{text}\n\nAnswer:\n",
+            "prompt": (chat_prompt if self.chat else plain_prompt)(notes, text, rubric.instructions),
             "question": str(row["prompt"]).strip(),
             "rubric": own,
         }
         if self.per_item:
             record.update(_item_columns(row, record["id"]))
         return record
+
+    def _shots(self) -> list[ExemplarNote]:
+        """The first ``shots`` example notes (read once)."""
+        if not self.shots:
+            return []
+        if "_notes" not in self.__dict__:
+            self.__dict__["_notes"] = load_exemplar_notes(self.exemplars)[: self.shots]
+        return self.__dict__["_notes"]
 
     def _source(self, prompts: str | None) -> list[dict[str, Any]]:
         """The rows of a prompts source: None or "builtin" (the 48 vignettes), "generated", or a JSONL path."""
