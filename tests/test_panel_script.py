@@ -159,3 +159,26 @@ def test_the_tally_sets_agreement_against_always_predicting_no_gain(panel):
     assert "agreed with the outcome on 3/5 (60%)" in lines
     assert "learnable 2, of which 1 gained; any other verdict 3, of which 1 gained" in lines
     assert "Gains at the recipes as probed: 2 of 5, so always predicting no gain would agree on 3/5 (60%)" in lines
+
+
+def test_the_held_out_datasets_are_not_in_the_panel(panel):
+    assert len(panel.HOLDOUT) >= 5
+    assert not {e.dataset for e in panel.HOLDOUT} & {e.dataset for e in panel.PANEL}
+
+
+def test_holdout_probes_and_trains_every_held_out_dataset_whatever_its_verdict(panel, tmp_path, monkeypatch, capsys):
+    verdicts = ["learnable", "too hard", "constant-prone", "too hard", "learnable"]
+    plan = {e.name: {"verdict": v, "gain": 0.0, "p": 1.0} for e, v in zip(panel.HOLDOUT, verdicts)}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "fake.py").write_text(FAKE_RLVR)
+    monkeypatch.setattr(panel, "rlvr", lambda *args: [sys.executable, str(tmp_path / "fake.py"),
+                                                      str(tmp_path / "plan.json"), *args])
+    assert panel.main(["--holdout", "--root", str(tmp_path / "runs")]) == 0
+    trained = [c for c in (tmp_path / "calls.txt").read_text().splitlines() if c.startswith("train")]
+    assert sorted(trained) == sorted(f"train {e.name}" for e in panel.HOLDOUT)
+    assert "yes (seed 42, held out (too hard))" in capsys.readouterr().out
+
+
+def test_holdout_names_only_its_own_datasets(panel):
+    with pytest.raises(SystemExit, match="held-out set"):
+        panel.select(["lcm"], holdout=True)
