@@ -260,7 +260,7 @@ PANEL: list[Entry] = [
 
 #: Datasets held out from the panel (``--holdout``): chosen on 2026-12-06, after the probe's rules were last changed
 #: (too long needs the cut to block the signal; rows in training order), by the same criteria as PANEL (short
-#: answers, easy settings), and every one trained whatever its verdict (``--also-train`` all), so the agreement
+#: answers, easy settings), and every one trained whatever its verdict ("held out" in the table), so the agreement
 #: measured on them was not available when the rules were written.
 HOLDOUT: list[Entry] = [
     Entry("count_bits", "count_bits", {"min_n": 1, "max_n": 4095},
