@@ -21,6 +21,10 @@ Splits are a seeded shuffle of the prompts: ``test`` and ``validation`` take
 vignettes) that is the test split, whole; prompts sharing its text are then
 dropped from train and validation.
 
+``shots: N`` puts N worked example notes (a vignette and a full-credit note each,
+from ``exemplars``: the built-in cellulitis and gout notes, or a JSONL file) before
+every prompt as earlier turns (:mod:`rlvr.tasks.note_exemplars`).
+
 ``per_item: true`` makes full credit also depend on the vignette: the note must
 name the row's condition (a ``condition`` field: a slug of the condition table,
 ``rlvr/data/keywords/conditions.yaml``; generated vignettes and most hand-written
