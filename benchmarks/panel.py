@@ -729,11 +729,12 @@ def cell(text: str) -> str:
 def outcome(test: dict[str, Any] | None) -> dict[str, Any]:
     """Significance and the issue's bar from summary.json's ``test`` verdict."""
     if not test:
-        return {"significant": None, "counts": False}
+        return {"significant": None, "learned": None, "counts": False}
     significant = test["gain"] > 0 and test["mcnemar_p"] < SIGNIFICANT_P
     constant = (test.get("constant_answer") or {}).get("accuracy")
     above = constant is None or test["after"]["accuracy"] > constant
-    return {"significant": significant, "counts": significant and test["items"] >= TEST_ITEMS and above}
+    return {"significant": significant, "learned": significant and above,
+            "counts": significant and test["items"] >= TEST_ITEMS and above}
 
 
 def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
@@ -785,11 +786,13 @@ def run_cells(record: dict[str, Any] | None, summary: dict[str, Any] | None) -> 
 
 
 def agreement(verdict: str | None, summary: dict[str, Any] | None) -> bool | None:
-    """The probe was right: learnable and a significant gain, or not learnable and none (None: nothing to compare)."""
-    significant = outcome((summary or {}).get("test"))["significant"]
-    if verdict is None or significant is None:
+    """The probe was right: learnable and a gain, or not learnable and none (None: nothing to compare). A gain is
+    significant and ends above the constant answer, as issue 33 counts gains: a model that moved from one constant
+    answer to the commonest one (what *constant-prone* warns of) has not learned the task."""
+    result = outcome((summary or {}).get("test"))
+    if verdict is None or result["significant"] is None:
         return None
-    return (verdict == "learnable") == significant
+    return (verdict == "learnable") == result["learned"]
 
 
 def seeds_run(root: Path, entry: Entry) -> list[int]:
@@ -826,8 +829,8 @@ class Tally:
 
     def lines(self) -> list[str]:
         share = f"{self.agreed}/{self.compared} ({self.agreed / self.compared:.0%})" if self.compared else "0/0"
-        return [f"Probe agreed with the outcome on {share} of the trained datasets (first seed; significant: "
-                f"gain > 0, McNemar p < {SIGNIFICANT_P}; bar: >= 80%).",
+        return [f"Probe agreed with the outcome on {share} of the trained datasets (first seed; a gain: "
+                f"gain > 0, McNemar p < {SIGNIFICANT_P}, trained accuracy above the constant answer; bar: >= 80%).",
                 *self.breakdown(),
                 f"Significant gains with >= {TEST_ITEMS} test items and the trained accuracy above the constant "
                 f"answer: {len(self.counted)} ({', '.join(self.counted) or 'none'}); of them within "
@@ -873,7 +876,7 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
         rows += run_rows(variant, root, tally, data, shown, None, extra)
         first = seeds_run(root, variant)[0]
         test = (read_json(seed_dir(root, variant, first) / "summary.json") or {}).get("test")
-        tally.followed.append((entry.name, bool(outcome(test)["significant"])))
+        tally.followed.append((entry.name, bool(outcome(test)["learned"])))
     return rows
 
 

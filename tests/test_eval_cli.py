@@ -130,5 +130,10 @@ def test_code_and_keyword_tasks_write_samples_summary_figure_and_report(tiny, tm
 
 
 def test_shots_for_a_task_without_exemplars_give_one_line(tiny, tmp_path, capsys):
-    assert run_eval("--model", tiny, "--task", "keywords", "--shots", "2", "--output", str(tmp_path)) == 2
+    assert run_eval("--model", tiny, "--task", "pyfunc", "--shots", "2", "--output", str(tmp_path)) == 2
     assert "takes no exemplars" in one_error_line(capsys)
+
+
+def test_more_keyword_example_notes_than_there_are_give_one_line(tiny, tmp_path, capsys):
+    assert run_eval("--model", tiny, "--task", "keywords", "--shots", "0,3", "--output", str(tmp_path)) == 2
+    assert "holds 2 example notes" in one_error_line(capsys)

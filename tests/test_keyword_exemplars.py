@@ -79,3 +79,11 @@ def test_an_example_note_without_a_completion_is_one_clear_error(tmp_path):
     path = write_lines(tmp_path / "notes.jsonl", [{"prompt": "A man has a cough.", "completion": " "}])
     with pytest.raises(RlvrError, match="non-empty text"):
         get_task("keywords", {"shots": 1, "exemplars": path})
+
+
+def test_an_evaluation_renders_the_recipes_example_notes_and_compares_shot_counts():
+    from rlvr.evaluation.items import load_items
+
+    assert list(load_items("keywords", {"shots": 1}, "test", None, 2)) == [1]
+    items = load_items("keywords", {}, "test", [0, 1], 2)
+    assert [len(items[count][0]["prompt"]) for count in (0, 1)] == [1, 3]

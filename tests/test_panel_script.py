@@ -182,3 +182,11 @@ def test_holdout_probes_and_trains_every_held_out_dataset_whatever_its_verdict(p
 def test_holdout_names_only_its_own_datasets(panel):
     with pytest.raises(SystemExit, match="held-out set"):
         panel.select(["lcm"], holdout=True)
+
+
+def test_a_significant_gain_only_up_to_the_constant_answer_is_not_a_gain_the_probe_missed(panel):
+    test = {"gain": 0.11, "mcnemar_p": 0.007, "items": 200, "after": {"accuracy": 0.21},
+            "constant_answer": {"answer": "4", "accuracy": 0.21}}
+    assert panel.outcome(test)["significant"] and not panel.outcome(test)["learned"]
+    assert panel.agreement("constant-prone", {"test": test}) is True
+    assert panel.agreement("learnable", {"test": {**test, "after": {"accuracy": 0.3}}}) is True

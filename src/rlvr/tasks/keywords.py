@@ -101,6 +101,7 @@ class KeywordsTask(Task):
     default_rewards = [{"name": "keywords", "weight": 1.0}]
     accuracy_name = "full credit"
     judged_by = "keywords"
+    takes_shots = True  # example notes (``shots``); `rlvr eval --shots 0,1` compares them
 
     def __post_init__(self) -> None:
         for name in ("validation_fraction", "test_fraction"):

@@ -103,7 +103,7 @@ class EvalCallback(TrainerCallback):
         start = time.time()
         trainer = self.trainer
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
-        shots = self.task.shots if self.task.takes_shots else None  # code and keyword tasks take no exemplars
+        shots = self.task.shots if self.task.takes_shots else None  # code tasks take no exemplars
         with whole_model(trainer) as model, merged_adapter(model, trainer):
             backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                                 stop_strings=self.task.stop_strings)
