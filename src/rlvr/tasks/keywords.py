@@ -114,14 +114,15 @@ class KeywordsTask(Task):
         self._check_shots()
 
     def _check_shots(self) -> None:
-        """``shots`` a whole number no larger than the example notes ``exemplars`` holds (one-line errors)."""
+        """``shots`` a whole number no larger than the example notes ``exemplars`` holds (one-line errors); keeps
+        the first ``shots`` notes for the prompts."""
         if isinstance(self.shots, bool) or not isinstance(self.shots, int) or self.shots < 0:
             raise RlvrError(f"keywords shots must be a whole number of example notes (0: none), got {self.shots!r}.")
-        if self.shots:
-            available = len(load_exemplar_notes(self.exemplars))
-            if self.shots > available:
-                raise RlvrError(f"keywords shots {self.shots}: exemplars '{self.exemplars}' holds {available} "
-                                f"example note{'s' if available != 1 else ''}; lower shots or add notes.")
+        notes = load_exemplar_notes(self.exemplars) if self.shots else []
+        if self.shots > len(notes):
+            raise RlvrError(f"keywords shots {self.shots}: exemplars '{self.exemplars}' holds {len(notes)} "
+                            f"example note{'s' if len(notes) != 1 else ''}; lower shots or add notes.")
+        self._notes = notes[: self.shots]
 
     def _check_generation_options(self) -> None:
         """``conditions`` and ``vignettes_per_condition`` only with generated prompts, and valid (one-line errors)."""
@@ -282,12 +283,8 @@ class KeywordsTask(Task):
         return record
 
     def _shots(self) -> list[ExemplarNote]:
-        """The first ``shots`` example notes (read once)."""
-        if not self.shots:
-            return []
-        if "_notes" not in self.__dict__:
-            self.__dict__["_notes"] = load_exemplar_notes(self.exemplars)[: self.shots]
-        return self.__dict__["_notes"]
+        """The first ``shots`` example notes, read when the task was built."""
+        return self._notes
 
     def _source(self, prompts: str | None) -> list[dict[str, Any]]:
         """The rows of a prompts source: None or "builtin" (the 48 vignettes), "generated", or a JSONL path."""
