@@ -16,7 +16,10 @@ broken factory rubric fails when the reward is built, before any training.
 ``per_item=True`` adds the per-item check (:mod:`rlvr.verifiers.conditions`): each
 row's ``condition`` column (a slug of the condition table), ``findings`` (the key
 findings its vignette states) and ``question`` (the vignette) decide whether the
-note names the right condition, and only it, and cites a finding. A row without a
+note names the right condition, and only it, and cites a finding;
+``name_is_diagnosis=True`` also counts that name as a mention of the rubric's
+``diagnosis`` group, so "This is acute otitis media, so I would start amoxicillin"
+states the diagnosis with its treatment without the word "diagnosis". A row without a
 condition is judged by the rubric alone. The ``keywords`` task fills these columns
 when its ``per_item`` option is on, and passes the option to this reward.
 """
@@ -39,17 +42,18 @@ def judge_completion(completion: Any, rubric: Rubric, semantic: bool | None = No
     return judge(completion_text(completion), rubric, semantic, item)
 
 
-def item_of(row: Any) -> Item | None:
-    """The per-item check's :class:`Item` from a row's ``condition``, ``findings`` and ``question`` (None: no condition)."""
+def item_of(row: Any, name_is_diagnosis: bool = False) -> Item | None:
+    """The per-item check's :class:`Item` from a row's ``condition``, ``findings`` and ``question`` (None: no
+    condition); ``name_is_diagnosis``: see :attr:`rlvr.verifiers.conditions.Item.name_is_diagnosis`."""
     get = row.get if hasattr(row, "get") else (lambda _key: None)
-    return make_item(get(CONDITION_COLUMN), get(FINDINGS_COLUMN), get(VIGNETTE_COLUMN))
+    return make_item(get(CONDITION_COLUMN), get(FINDINGS_COLUMN), get(VIGNETTE_COLUMN), name_is_diagnosis)
 
 
-def items_of(columns: dict[str, Any], count: int) -> list[Item | None]:
+def items_of(columns: dict[str, Any], count: int, name_is_diagnosis: bool = False) -> list[Item | None]:
     """The per-item check's items of a reward call's dataset columns (None for a row without a condition)."""
-    return [make_item(*row) for row in zip(column(columns.get(CONDITION_COLUMN), count),
-                                           column(columns.get(FINDINGS_COLUMN), count),
-                                           column(columns.get(VIGNETTE_COLUMN), count), strict=True)]
+    return [make_item(*row, name_is_diagnosis) for row in zip(column(columns.get(CONDITION_COLUMN), count),
+                                                              column(columns.get(FINDINGS_COLUMN), count),
+                                                              column(columns.get(VIGNETTE_COLUMN), count), strict=True)]
 
 
 def rubric_for(row_value: Any, default: Rubric) -> Rubric:
@@ -62,19 +66,20 @@ def rubric_for(row_value: Any, default: Rubric) -> Rubric:
 @REWARDS.register("keywords")
 @default_weight(1.0)
 def keywords_reward(rubric: str | None = None, rubric_column: str = "rubric", semantic: bool | None = None,
-                    per_item: bool = False) -> RewardFunc:
+                    per_item: bool = False, name_is_diagnosis: bool = False) -> RewardFunc:
     """The rubric score in [0, 1] (see :mod:`rlvr.verifiers.keywords`); default weight 1.0.
 
     ``semantic`` switches the embedding check on or off, overriding the rubric's
     ``semantic.enabled``; None keeps the rubric's setting. ``per_item`` reads the
-    ``condition``, ``findings`` and ``question`` columns (see the module docstring).
+    ``condition``, ``findings`` and ``question`` columns (see the module docstring); with it,
+    ``name_is_diagnosis`` counts the vignette's condition, named, as a mention of the rubric's diagnosis group.
     """
     default = load_rubric(rubric)
 
     def keywords(completions: list[Any], **columns: Any) -> list[float]:
         count = len(completions)
         rubrics = column(columns.get(rubric_column), count)
-        items = items_of(columns, count) if per_item else [None] * count
+        items = items_of(columns, count, name_is_diagnosis) if per_item else [None] * count
         return [
             judge_completion(c, rubric_for(path, default), semantic, item).score
             for c, path, item in zip(completions, rubrics, items, strict=True)

@@ -85,6 +85,14 @@ class KeywordsTask(Task):
     #: The per-item check: full credit also needs the row's condition named (and no other) and a vignette finding
     #: cited; rows carry ``condition`` and ``findings`` columns. False: the rubric alone, the same for every row.
     per_item: bool = False
+    #: With ``per_item``: the vignette's condition, named in a sentence, counts as a mention of the rubric's
+    #: ``diagnosis`` group (its coverage and its patterns), so "This is migraine, so I would start a triptan" states
+    #: the diagnosis with its treatment without the word "diagnosis". False: the group also needs one of its terms.
+    name_is_diagnosis: bool = False
+    #: Carve the test and validation splits from each condition alike (rows without a condition form one group),
+    #: so every condition holds its share of the test split and a fixed note naming one condition can earn full
+    #: credit on at most about 1/len(conditions) of it. False: one shuffle over all rows.
+    stratify: bool = False
     #: With prompts "generated": the condition slugs of the table to generate vignettes for (a list, or a
     #: comma-separated string; order does not matter; null: all). Each condition keeps its own vignettes.
     conditions: list[str] | None = None
@@ -110,6 +118,9 @@ class KeywordsTask(Task):
         if self.limit is not None and self.limit < 1:
             raise RlvrError("keywords limit must be a positive integer.")
         load_rubric(self.rubric)  # a broken rubric fails now, naming what to fix
+        if self.name_is_diagnosis and not self.per_item:
+            raise RlvrError("keywords name_is_diagnosis counts the vignette's condition named, which only the "
+                            "per-item check knows; set task.per_item: true, or drop name_is_diagnosis.")
         self._check_generation_options()
         self._check_shots()
 
@@ -154,12 +165,7 @@ class KeywordsTask(Task):
         carved = ("validation", "train") if self.test_prompts else ("test", "validation", "train")
         if len(source) < len(carved):
             raise RlvrError(f"{self._describe(self.prompts)} has {len(source)} prompts; the splits need at least {len(carved)}.")
-        order = list(range(len(source)))
-        random.Random(self.seed).shuffle(order)
-        chosen: dict[str, list[int]] = {}
-        if not self.test_prompts:
-            chosen["test"], order = _take(order, self.test_fraction, len(source))
-        chosen["validation"], chosen["train"] = _take(order, self.validation_fraction, len(source))
+        chosen = self._carve(source, carved)
         by_split = {name: [(i, source[i]) for i in sorted(indices)] for name, indices in chosen.items()}
         if self.test_prompts:
             by_split["test"] = list(enumerate(self._source(self.test_prompts)))
@@ -176,6 +182,7 @@ class KeywordsTask(Task):
                 spec.setdefault("semantic", self.semantic)
                 if self.per_item:
                     spec.setdefault("per_item", True)
+                    spec.setdefault("name_is_diagnosis", self.name_is_diagnosis)
                 elif spec.get("per_item"):
                     raise RlvrError("reward keywords: per_item reads the condition and findings columns that the "
                                     "keywords task adds with its own per_item option; set task.per_item: true.")
@@ -195,12 +202,16 @@ class KeywordsTask(Task):
         results = []
         for record in records:
             judgement = judge_completion(record.get("completion", ""), rubric_for(record.get("rubric"), default), self.semantic,
-                                         item_of(record) if self.per_item else None)
+                                         self._item(record))
             results.append({"reward": judgement.score, "explanation": judgement.explanation()})
         return results
 
     def default_rubric(self) -> Rubric:
         return load_rubric(self.rubric)
+
+    def _item(self, row: Mapping[str, Any]) -> Any:
+        """The per-item check's item of a row (None without the check, or for a row without a condition)."""
+        return item_of(row, self.name_is_diagnosis) if self.per_item else None
 
     # ------------------------------------------------------------------ correctness
 
@@ -210,7 +221,7 @@ class KeywordsTask(Task):
         outcomes = []
         for completion, row in zip(completions, rows, strict=True):
             rubric = rubric_for(row.get("rubric"), default)
-            judgement = judge_completion(completion, rubric, self.semantic, item_of(row) if self.per_item else None)
+            judgement = judge_completion(completion, rubric, self.semantic, self._item(row))
             outcomes.append(Outcome(
                 correct=judgement.score >= FULL_CREDIT,
                 score=judgement.score,
@@ -281,6 +292,26 @@ class KeywordsTask(Task):
         if self.per_item:
             record.update(_item_columns(row, record["id"]))
         return record
+
+    def _carve(self, source: list[dict[str, Any]], carved: tuple[str, ...]) -> dict[str, list[int]]:
+        """Row indices of each carved split: one seeded shuffle over all rows, or (``stratify``) over each
+        condition's rows, each condition giving its own ``test_fraction`` and ``validation_fraction``."""
+        strata: dict[str, list[int]] = {}
+        for index, row in enumerate(source):
+            key = str(row.get("condition") or "") if self.stratify else ""
+            strata.setdefault(key, []).append(index)
+        rng = random.Random(self.seed)
+        chosen: dict[str, list[int]] = {name: [] for name in carved}
+        for order in strata.values():
+            rng.shuffle(order)
+            size = len(order)
+            if "test" in carved:
+                test, order = _take(order, self.test_fraction, size)
+                chosen["test"] += test
+            validation, train = _take(order, self.validation_fraction, size)
+            chosen["validation"] += validation
+            chosen["train"] += train
+        return chosen
 
     def _shots(self) -> list[ExemplarNote]:
         """The first ``shots`` example notes, read when the task was built."""

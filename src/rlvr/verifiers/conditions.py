@@ -86,6 +86,8 @@ class Item:
     condition: str
     findings: tuple[str, ...]
     vignette: str = ""
+    #: Naming the condition counts as a mention of the rubric's diagnosis group (its coverage and its patterns).
+    name_is_diagnosis: bool = False
 
 
 @dataclass
@@ -101,6 +103,8 @@ class Check:
     cited: list[str]
     evidence: str = ""
     finding_evidence: str = ""
+    #: (unit, start, end) of each claimed mention of the vignette's condition inside a well-formed sentence.
+    spans: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
     def correct(self) -> bool:
@@ -324,12 +328,12 @@ def known_condition(condition: str, table: Table | None = None) -> bool:
     return condition in (table or load_table()).conditions
 
 
-def make_item(condition: Any, findings: Any = None, vignette: Any = None) -> Item | None:
+def make_item(condition: Any, findings: Any = None, vignette: Any = None, name_is_diagnosis: bool = False) -> Item | None:
     """The :class:`Item` of a row's columns (None: no condition, judged without the per-item check).
 
     ``findings`` None: the key findings ``vignette`` holds, or every key finding of the condition without a
     vignette; a list (or a string, one finding): as given, empty meaning none to cite. An unknown condition is
-    an error in the data, not in model output: it raises.
+    an error in the data, not in model output: it raises. ``name_is_diagnosis``: see :attr:`Item.name_is_diagnosis`.
     """
     if not isinstance(condition, str) or not condition.strip():
         return None
@@ -346,7 +350,7 @@ def make_item(condition: Any, findings: Any = None, vignette: Any = None) -> Ite
         labels = [findings] if findings.strip() else []
     else:
         labels = [str(f) for f in findings if isinstance(f, str) and f.strip()]
-    return Item(condition, tuple(labels), text)
+    return Item(condition, tuple(labels), text, name_is_diagnosis)
 
 
 def check(units: Sequence[Unit], sentence_ok: Sequence[bool], item: Item) -> Check:
@@ -370,4 +374,5 @@ def check(units: Sequence[Unit], sentence_ok: Sequence[bool], item: Item) -> Che
         cited=[label for label in item.findings if label in cited],
         evidence=units[right[0].unit].text[:200] if right else "",
         finding_evidence=units[min(cited.values())].text[:200] if cited else "",
+        spans=[(m.unit, m.start, m.end) for m in right],
     )

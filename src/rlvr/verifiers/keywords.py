@@ -31,7 +31,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.verifiers.conditions import Item, check
+from rlvr.verifiers.conditions import Check, Item, check
 from rlvr.verifiers.keyword_rubric import WORD, Rubric
 from rlvr.verifiers.sentences import Unit, comma_run_words, is_negated, sentence_problem, split_units
 
@@ -122,9 +122,11 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None, item: Item | 
     mentions, problems = _find_mentions(units, rubric)
     if use_semantic:
         _semantic_check(mentions, units, rubric)
-    groups = _group_verdicts(mentions, units, rubric, use_semantic)
-    per_item = _per_item(groups, units, problems, item) if item is not None else None
-    patterns = _pattern_verdicts(mentions, units, problems, rubric)
+    verdict = check(units, [problem is None for problem in problems], item) if item is not None else None
+    scored = mentions + _condition_mentions(verdict, units, rubric) if item is not None and item.name_is_diagnosis else mentions
+    groups = _group_verdicts(scored, units, rubric, use_semantic)
+    per_item = _per_item(groups, verdict, item) if verdict is not None and item is not None else None
+    patterns = _pattern_verdicts(scored, units, problems, rubric)
     base = _base(groups, patterns, rubric)
     analysed_words = sum(len(u.words) for u in units)
     indicators = writing_indicators(mentions, units)
@@ -148,9 +150,18 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None, item: Item | 
     )
 
 
-def _per_item(groups: dict[str, dict[str, Any]], units: list[Unit], problems: list[str | None], item: Item) -> dict[str, Any]:
+def _condition_mentions(verdict: Check, units: list[Unit], rubric: Rubric) -> list[Mention]:
+    """The vignette's condition, named in a sentence, as mentions of the rubric's ``diagnosis`` group (with
+    ``Item.name_is_diagnosis``): "This is acute otitis media, so I would start amoxicillin" states the diagnosis
+    and its treatment together without the word "diagnosis". Scored for coverage and patterns, not penalties."""
+    if not any(group.name == DIAGNOSIS for group in rubric.groups):
+        return []
+    return [Mention(DIAGNOSIS, " ".join(units[unit].words[start:end]), unit, start, end)
+            for unit, start, end in verdict.spans]
+
+
+def _per_item(groups: dict[str, dict[str, Any]], verdict: Check, item: Item) -> dict[str, Any]:
     """Gate the ``diagnosis`` group on the vignette's condition and add the ``findings`` group (in place)."""
-    verdict = check(units, [problem is None for problem in problems], item)
     diagnosis = groups.setdefault(DIAGNOSIS, {"covered": True, "mentions": 0, "counted": 0, "terms": []})
     covered_by_terms = diagnosis["covered"]
     diagnosis["covered"] = covered_by_terms and verdict.correct
