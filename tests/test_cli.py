@@ -1,6 +1,7 @@
 """The command line: exit codes and one-line errors (never a traceback)."""
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -113,3 +114,11 @@ def test_reward_score_accepts_chat_completions(tmp_path):
 def test_reward_score_missing_input_is_one_line(tmp_path):
     code, _, err = run_cli("reward", "score", "--task", "gsm8k", "--input", str(tmp_path / "nope.jsonl"))
     assert code == 2 and "not found" in one_line_error(err)
+
+
+def test_the_cli_hides_the_bitsandbytes_hub_kernel_warning_but_not_its_errors():
+    logger = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    logger.setLevel(logging.NOTSET)
+    main(["recipe", "show", "cpu-default"])
+    assert not logger.isEnabledFor(logging.WARNING)
+    assert logger.isEnabledFor(logging.ERROR)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import logging
 import pkgutil
 import sys
 
@@ -32,7 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Library loggers whose warnings say nothing a user can act on; the CLI shows their errors only.
+QUIET_LOGGERS = (
+    # bitsandbytes on a CPU with AVX512-BF16 tries to fetch a faster 4-bit kernel from the Hugging Face hub and
+    # warns when it cannot (offline, or an untrusted repository); its own CPU kernel is used either way.
+    "bitsandbytes.backends.cpu.ops",
+)
+
+
+def quiet_library_notices() -> None:
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
+    quiet_library_notices()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
