@@ -190,3 +190,25 @@ def test_a_significant_gain_only_up_to_the_constant_answer_is_not_a_gain_the_pro
     assert panel.outcome(test)["significant"] and not panel.outcome(test)["learned"]
     assert panel.agreement("constant-prone", {"test": test}) is True
     assert panel.agreement("learnable", {"test": {**test, "after": {"accuracy": 0.3}}}) is True
+
+
+def test_the_held_out_sets_share_no_dataset_with_each_other_or_the_panel(panel):
+    first, second = ({e.dataset for e in panel.HOLDOUTS[key]} for key in ("1", "2"))
+    assert len(panel.HOLDOUT_2) >= 5 and not first & second
+    assert not second & {e.dataset for e in panel.PANEL}
+
+
+def test_the_second_holdout_trains_each_of_its_datasets_on_the_threads_asked(panel, tmp_path, monkeypatch):
+    plan = {e.name: {"verdict": "too hard", "gain": 0.0, "p": 1.0} for e in panel.HOLDOUT_2}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "fake.py").write_text(FAKE_RLVR)
+    monkeypatch.setattr(panel, "rlvr", lambda *args: [sys.executable, str(tmp_path / "fake.py"),
+                                                      str(tmp_path / "plan.json"), *args])
+    root = tmp_path / "runs"
+    assert panel.main(["--holdout", "2", "--threads", "1", "--root", str(root)]) == 0
+    trained = [c for c in (tmp_path / "calls.txt").read_text().splitlines() if c.startswith("train")]
+    assert sorted(trained) == sorted(f"train {e.name}" for e in panel.HOLDOUT_2)
+    record = json.loads((panel.seed_dir(root, panel.HOLDOUT_2[0], 42) / "run.json").read_text())
+    assert "--set run.threads=1" in record["command"]
+    with pytest.raises(SystemExit, match="held-out set"):
+        panel.select(["count_bits"], holdout="2")

@@ -56,6 +56,11 @@ def chance(**changes):
     ({"constant": {"answer": "24", "accuracy": 0.05, "n": 64}, "pass_at_1": 0.2}, "learnable", "train as is"),
     ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
      "rlvr filter"),  # too hard is said first
+    ({"answer_in_prompt": 0.1}, "computed", "expect little gain"),  # to compute, and the form already there
+    ({"answer_in_prompt": 0.1, "format_rate": 0.5}, "learnable", "train as is"),  # the form still to gain
+    ({"answer_in_prompt": 0.1, "format_rate": None}, "learnable", "train as is"),  # no form to judge it by
+    ({"answer_in_prompt": 0.9}, "learnable", "train as is"),  # an answer to pick from the question
+    ({"answer_in_prompt": 0.1, "groups_all_wrong": 0.9, "pass_at_g": 0.1}, "too hard", "rlvr filter"),
 ])
 def test_verdict_from_hand_made_figures(changes, name, suggests):
     found = verdict(figures(**changes))
@@ -119,6 +124,42 @@ def test_the_constant_answer_is_the_train_splits_most_common_on_the_probed_items
     assert f.constant == {"answer": "1000", "accuracy": 0.5, "n": 2}
     assert "always answering '1000'" in probing.table(probing.Probe(f, verdict(f)))
     assert probing.figures_from(task, recipe, rows, greedy, sampled, [[0.5], [0.5]]).constant is None
+
+
+def rows_of(*pairs):
+    return [{"question": question, "final_answer": answer} for question, answer in pairs]
+
+
+def test_answers_picked_from_their_own_question_score_near_one():
+    rows = rows_of(("Which name is said last: Ann, Bo, Cy?", "Cy"), ("Reverse: red blue", "blue red"),
+                   ("Which is larger, 17 or 23?", "23"), ("Who spoke: Zaak said hi.", "Zaak"))
+    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 1.0
+
+
+def test_computed_answers_score_zero():
+    rows = rows_of(("What is 2 + 2?", "4"), ("What is 3 + 5?", "8"), ("What is 6 * 7?", "42"))
+    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 0.0
+
+
+def test_an_answer_set_every_question_spells_out_is_chance_not_grounding():
+    names = "Ann, Bo and Cy sit in a row. Who sits in the middle"
+    rows = rows_of((f"{names}, left to right?", "Bo"), (f"{names}, right to left?", "Bo"),
+                   (f"{names}, Cy first?", "Ann"), (f"{names}, Ann last?", "Cy"))
+    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 0.0
+
+
+def test_answer_in_prompt_is_none_without_one_gold_answer_a_question_or_for_a_choice_task():
+    rows = rows_of(("Pick: A) red B) blue", "B"), ("Pick: A) one B) two", "A"))
+    assert probing.answer_in_prompt(SimpleNamespace(single_gold_answer=True, verifier="choice"), rows) is None
+    assert probing.answer_in_prompt(SimpleNamespace(single_gold_answer=False), rows) is None
+    assert probing.answer_in_prompt(get_task("gsm8k"), [{"prompt": "p", "final_answer": "4"}] * 2) is None
+
+
+def test_the_table_shows_answers_in_the_question_and_the_computed_verdict():
+    f = figures(answer_in_prompt=0.05)
+    shown = probing.table(probing.Probe(f, verdict(f)))
+    assert "answers in the question   5.0% beyond chance" in shown
+    assert "computed: the gold answers are words of their own question on 5%" in shown
 
 
 class FactTask:

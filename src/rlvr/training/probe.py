@@ -64,6 +64,13 @@ TOO_EASY = 0.8
 #: 'husband', simple_equations (8% vs 6%) kept the base; needle_haystack (0% vs 12%) gained, color_cube_rotation
 #: (3% vs 8%) +6 points, not significant.
 CONSTANT_PRONE = 0.5
+#: Computed: a probed gold answer is made of words of its own question on fewer than this share of items beyond
+#: chance (:func:`answer_in_prompt`: the answer has to be worked out, not picked from the prompt), while at least
+#: :data:`FORMED` of sampled completions already write a well-formed answer line (no gain in form left either).
+#: Set from the 30 trained panel datasets (BENCHMARKS.md, "A panel of tasks"): none of the 21 below 0.5 gained at
+#: its probed recipe, 5 of the 9 above did; tested out of sample on the second held-out set.
+COMPUTED = 0.5
+FORMED = 0.9
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -109,6 +116,10 @@ class Figures:
     constant: dict[str, Any] | None = None
     #: Per yes/no fact of the task (``Task.item_flags``): {"greedy": rate, "pass_at_1": .., "pass_at_g": ..}.
     flags: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: How much more often a probed item's gold answer is made of words of its own question than of another
+    #: item's (:func:`answer_in_prompt`, -1 to 1);
+    #: None where items have no one gold answer, or for a choice task (its answer is always one of the options).
+    answer_in_prompt: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,7 +127,7 @@ class Figures:
 
 @dataclass(frozen=True)
 class Verdict:
-    name: str  # too long, format-bound, at chance, too hard, too easy, constant-prone, learnable
+    name: str  # too long, format-bound, at chance, too hard, too easy, constant-prone, computed, learnable
     figure: str  # the figure behind it, in words
     suggestion: str  # the recipe change it suggests
 
@@ -143,7 +154,7 @@ class Probe:
 
 def verdict(f: Figures, chat: bool = False) -> Verdict:
     """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy,
-    constant-prone, learnable.
+    constant-prone, computed, learnable.
 
     Too long comes first because a cut completion also reads as unformatted and wrong; format before
     difficulty because an unformatted completion is judged wrong whatever it knows. ``chat``: the task's prompt
@@ -172,6 +183,12 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        f"of these items vs sampled pass@1 {f.pass_at_1:.0%}",
                        "GRPO's quickest reward is converging on that answer, not the skill: halve grpo.learning_rate "
                        "(the panel's aiw collapsed onto it at 5e-4 and gained at 2.5e-4), and judge the gain against it")
+    if computed_answers(f):
+        return Verdict("computed", f"the gold answers are words of their own question on {f.answer_in_prompt:.0%} "
+                       "of items beyond chance, and "
+                       f"{f.format_rate:.0%} of completions already write the answer line",
+                       "the reward can pay only for computing better, which GRPO rarely teaches a small model at "
+                       "this budget: expect little gain; a larger model, or exemplars that show the working (task.shots)")
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
                    f"pass@{f.group_size} {f.pass_at_g:.0%})", "train as is")
 
@@ -187,6 +204,13 @@ def constant_prone(f: Figures) -> bool:
     if not f.constant or f.constant.get("accuracy") is None:
         return False
     return f.constant["accuracy"] > 0 and f.constant["accuracy"] >= CONSTANT_PRONE * f.pass_at_1
+
+
+def computed_answers(f: Figures) -> bool:
+    """Under :data:`COMPUTED` of the gold answers in their question, and the form already there (:data:`FORMED`)."""
+    if f.answer_in_prompt is None or f.format_rate is None:
+        return False
+    return f.answer_in_prompt < COMPUTED and f.format_rate >= FORMED
 
 
 def at_chance(pass_at_1: float, chance: Chance, items: int) -> bool:
@@ -481,6 +505,7 @@ def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], gree
         zero_variance=zero["zero_variance"], zero_variance_all_right=zero["all_right"],
         zero_variance_all_wrong=zero["all_wrong"], zero_variance_other=zero["other"], chance=chance,
         constant=constant_on(task, rows, train_golds), flags=flag_figures(task, judged),
+        answer_in_prompt=answer_in_prompt(task, rows),
     )
 
 
@@ -493,6 +518,32 @@ def constant_on(task: Any, rows: Sequence[Mapping[str, Any]], train_golds: Seque
         return None
     baseline = constant_answer_accuracy(train_golds, [row["final_answer"] for row in rows])
     return {key: baseline[key] for key in ("answer", "accuracy", "n")}
+
+
+def answer_in_prompt(task: Any, rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """How much more often a row's gold answer is made of words of its own question than of another row's: the
+    share of ``rows`` whose answer's words (runs of letters and digits, any case) all occur in their question,
+    less the same share over every (question, another row's answer) pair. High for an answer to select, copy or
+    reorder ("Zaak" from a list of statements, [23, 7] from the numbers given); near 0 for one to compute ("12"),
+    and for a small answer set every question spells out (the same four names in every puzzle, a digit among a
+    grid's digits). None where rows carry no question and one gold answer, or for a choice task."""
+    import re
+
+    if len(rows) < 2 or not getattr(task, "single_gold_answer", False) or is_choice_task(task):
+        return None
+    if any(not isinstance(row.get("question"), str) or row.get("final_answer") is None for row in rows):
+        return None
+    word = re.compile(r"[^\W_]+")
+    questions = [set(word.findall(row["question"].lower())) for row in rows]
+    answers = [frozenset(word.findall(str(row["final_answer"]).lower())) for row in rows]
+    own = sum(bool(a) and a <= q for q, a in zip(questions, answers, strict=True)) / len(rows)
+    counts: dict[frozenset[str], int] = {}
+    for answer in answers:
+        counts[answer] = counts.get(answer, 0) + 1
+    crossed = sum(n * sum(bool(a) and a <= q for q in questions) for a, n in counts.items())
+    crossed -= sum(bool(a) and a <= q for q, a in zip(questions, answers, strict=True))  # a row with its own answer
+    pairs = len(rows) * (len(rows) - 1)
+    return round(own - crossed / pairs, 4)
 
 
 def train_answers(task: Any, rows: Sequence[Mapping[str, Any]]) -> list[str] | None:
@@ -540,7 +591,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
                        "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
-                       "gold_readable": GOLD_READABLE},
+                       "computed": COMPUTED, "formed": FORMED, "gold_readable": GOLD_READABLE},
     }
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
 
@@ -571,6 +622,8 @@ def table(result: Probe) -> str:
     if f.constant is not None:
         lines.append(f"  constant answer           {pct(f.constant['accuracy'])} always answering {f.constant['answer']!r} "
                      f"(the train split's most common)")
+    if f.answer_in_prompt is not None:
+        lines.append(f"  answers in the question   {pct(f.answer_in_prompt)} beyond chance (own question vs another's)")
     if f.chance is not None:
         c = f.chance
         lines.append(f"  chance                    {pct(c.chance)} ({c.options:.1f} options, {c.options_from}); "
