@@ -803,12 +803,12 @@ def outcome(test: dict[str, Any] | None) -> dict[str, Any]:
 def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
     if data is None:
         failed = read_json(where / "probe.failed.json")
-        return ["-"] * 6 + [f"probe failed: {cell(failed['reason'])}" if failed else "not probed"]
+        return ["-"] * 7 + [f"probe failed: {cell(failed['reason'])}" if failed else "not probed"]
     f = data["figures"]
     now, then = verdict_of(data), said_at_probe(data)
     said = now if now == then else f"{now} (at probe time: {then})"
     return [pct(f["greedy_accuracy"]), pct(f["pass_at_1"]), pct(f["pass_at_g"]), pct(f["format_rate"]),
-            pct(mixed(f)), constant_cell(f.get("constant")), said]
+            pct(mixed(f)), constant_cell(f.get("constant")), pct(f.get("answer_in_prompt")), said]
 
 
 def mixed(figures: dict[str, Any]) -> float | None:
@@ -935,7 +935,7 @@ def entry_rows(entry: Entry, root: Path, tally: Tally) -> list[str]:
             estimate = read_json(run_dir(root, entry) / "filter.json") or {}
             extra = estimate.get("wall_s", 0.0)
             value = f"{estimate.get('kept')} of {FILTER_ITEMS} prompts kept; rlvr filter {extra / 60:.1f} min, in the wall time"
-        shown = [""] * 6 + [f"(followed: {change.section}.{change.key}, {value})"]
+        shown = [""] * 7 + [f"(followed: {change.section}.{change.key}, {value})"]
         rows += run_rows(variant, root, tally, data, shown, None, extra)
         first = seeds_run(root, variant)[0]
         test = (read_json(seed_dir(root, variant, first) / "summary.json") or {}).get("test")
@@ -961,7 +961,7 @@ def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None
             tally.add(entry, record, agrees, outcome((summary or {}).get("test"))["counts"], verdict == "learnable")
         first = [entry.name, category(entry.dataset), cell(flow(entry.config))] if index == 0 else ["", "", ""]
         said = {True: "yes", False: "**no**", None: "-"}[agrees]
-        rows.append("| " + " | ".join([*first, *(shown if index == 0 else [""] * 7), *run_cells(record, summary),
+        rows.append("| " + " | ".join([*first, *(shown if index == 0 else [""] * 8), *run_cells(record, summary),
                                        said]) + " |")
     return rows
 
@@ -969,7 +969,7 @@ def run_rows(entry: Entry, root: Path, tally: Tally, data: dict[str, Any] | None
 def table(entries: Sequence[Entry], root: Path) -> str:
     """The markdown table for BENCHMARKS.md, every probe and run a row, and the tally under it."""
     head = ("| dataset | category | config | greedy | pass@1 | pass@G | format | mixed groups | constant (probe) | "
-            "probe verdict | "
+            "answers in question | probe verdict | "
             "trained? | test before -> after | gain, points [95% CI] | now right/wrong | McNemar p | "
             "format before -> after | constant answer | wall | peak RSS | probe agreed? |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
