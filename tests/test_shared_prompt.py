@@ -258,9 +258,11 @@ def test_a_batch_whose_advantages_are_all_zero_skips_the_forward_and_gets_zero_g
     assert grads and all(torch.count_nonzero(g) == 0 for g in grads.values())
 
 
-def test_rollouts_prefill_each_distinct_prompt_once(tiny_model_dir, tmp_path):
+def test_rollouts_prefill_each_distinct_prompt_once(tiny_model_dir, tmp_path, monkeypatch):
     # Plain 1-shot prompts: no prefix common to all of them, so no separate prefix pass to count (the chat
     # template's shared head is prefilled once more, before the distinct prompts: tested in test_decoding).
+    # Two decoding threads on any machine (with one, the 4 prompts' common head is prefilled once more).
+    monkeypatch.setenv("RLVR_DECODE_WORKERS", "2")
     trainer = trainer_with_random_adapter(tiny_model_dir, tmp_path, "task.chat=false", "task.shots_mix=null")
     shapes, handle = backbone_input_shapes(trainer)
     try:
