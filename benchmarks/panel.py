@@ -95,6 +95,10 @@ probe's rules were last changed, all trained whatever the verdict, so its agreem
 ``--holdout --check`` (2026-12-06): all five load with 200 test items, no shared question, every gold read by
 score_answer; constant answer count_bits 25.5% (6), base_conversion 2.0% (11), number_sorting 0.0%,
 prime_factorization 0.0% (train 600 of a 999-question space), largest_island 21.0% (4).
+The second (``--holdout 2``, :data:`HOLDOUT_2`, outputs/panel-holdout2), chosen after the ``computed`` verdict:
+``--holdout 2 --check`` (2026-12-06): all six load with 200 test items, no shared question, every gold read;
+constant answer knights_knaves 0.0%, group_anagrams 0.0% (48 tokens), string_insertion 0.0%, caesar_cipher 2.0%
+(train 480 of 792 questions), fraction_simplification 1.0% (1), shortest_path 14.5% (infeasible).
 """
 
 from __future__ import annotations
