@@ -57,6 +57,7 @@ def chance(**changes):
     ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
      "rlvr filter"),  # too hard is said first
     ({"answer_in_prompt": 0.1}, "computed", "expect little gain"),  # to compute, and the form already there
+    ({"answer_in_prompt": 0.1, "zero_variance": 0.03}, "learnable", "97% of groups"),  # most groups already mixed
     ({"answer_in_prompt": 0.1, "format_rate": 0.5}, "learnable", "train as is"),  # the form still to gain
     ({"answer_in_prompt": 0.1, "format_rate": None}, "learnable", "train as is"),  # no form to judge it by
     ({"answer_in_prompt": 0.9}, "learnable", "train as is"),  # an answer to pick from the question
