@@ -56,8 +56,12 @@ def chance(**changes):
     ({"constant": {"answer": "24", "accuracy": 0.05, "n": 64}, "pass_at_1": 0.2}, "learnable", "train as is"),
     ({"constant": {"answer": "7", "accuracy": 0.0, "n": 64}, "pass_at_1": 0.0, "groups_all_wrong": 1.0}, "too hard",
      "rlvr filter"),  # too hard is said first
-    ({"answer_in_prompt": 0.1}, "computed", "expect little gain"),  # to compute, and the form already there
-    ({"answer_in_prompt": 0.1, "zero_variance": 0.03}, "learnable", "97% of groups"),  # most groups already mixed
+    ({"answer_in_prompt": 0.1, "groups_all_wrong": 0.5}, "computed", "expect little gain"),  # to compute, form there
+    # most groups already mix right and wrong answers (the walk-through's sums): sharpening them is learnable
+    ({"answer_in_prompt": 0.1, "groups_all_wrong": 0.35, "groups_all_right": 0.0}, "learnable", "train as is"),
+    # groups that differ in form alone are not mixed
+    ({"answer_in_prompt": 0.1, "groups_all_wrong": 0.45, "groups_all_right": 0.0, "zero_variance": 0.0}, "computed",
+     "55% of groups mix"),
     ({"answer_in_prompt": 0.1, "format_rate": 0.5}, "learnable", "train as is"),  # the form still to gain
     ({"answer_in_prompt": 0.1, "format_rate": None}, "learnable", "train as is"),  # no form to judge it by
     ({"answer_in_prompt": 0.9}, "learnable", "train as is"),  # an answer to pick from the question
@@ -157,7 +161,7 @@ def test_answer_in_prompt_is_none_without_one_gold_answer_a_question_or_for_a_ch
 
 
 def test_the_table_shows_answers_in_the_question_and_the_computed_verdict():
-    f = figures(answer_in_prompt=0.05)
+    f = figures(answer_in_prompt=0.05, groups_all_wrong=0.5)
     shown = probing.table(probing.Probe(f, verdict(f)))
     assert "answers in the question   5.0% beyond chance" in shown
     assert "computed: the gold answers are words of their own question on 5%" in shown

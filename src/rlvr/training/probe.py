@@ -69,15 +69,15 @@ CONSTANT_PRONE = 0.5
 #: :data:`FORMED` of sampled completions already write a well-formed answer line (no gain in form left either).
 #: Set from the 30 trained panel datasets (BENCHMARKS.md, "A panel of tasks"): none of the 21 below 0.5 gained at
 #: its probed recipe, 5 of the 9 above did. No dataset of the second held-out set reached it.
-#: And only while fewer than :data:`COMPUTED_SIGNAL` of groups carry signal: the walk-through's example
-#: (examples/your-task, two-number sums, with ``verifier: math``) has computed answers and 95% form, but 97% of its
-#: groups mix right and wrong sums, and it gained +26 to +31.5 points on three seeds: where the base already
-#: samples the right answer in most groups, GRPO turns those samples into greedy answers without a new skill. The
-#: panel datasets the rule called computed carried signal in 19-50% of groups, so the bound lies anywhere from 0.5
-#: to 0.97; 0.75 is set from those four datasets and the example, in sample.
+#: And only while fewer than :data:`COMPUTED_MIXED` of groups mix right and wrong answers (by the judge; groups
+#: that differ in form alone do not count): the walk-through's example (examples/your-task, two-number sums, with
+#: ``verifier: math``) has computed answers and 95% form, but 62.5% of its groups (32 probed items; 70% on 64) mix
+#: right and wrong sums, and it gained +26 to +31.5 points on three seeds: where the base already samples the right
+#: answer in most groups, GRPO turns those samples into greedy answers without a new skill. The four panel datasets
+#: the rule called computed mixed in 19-50% of groups, so 0.6 is set from those and the example, in sample.
 COMPUTED = 0.5
 FORMED = 0.9
-COMPUTED_SIGNAL = 0.75
+COMPUTED_MIXED = 0.6
 #: A task is misconfigured when the verifier reads fewer than this share of the gold answers, written as the
 #: answer line, as correct (wrong answer field, wrong verifier): training would reward nothing.
 GOLD_READABLE = 0.5
@@ -193,7 +193,7 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
     if computed_answers(f):
         return Verdict("computed", f"the gold answers are words of their own question on {f.answer_in_prompt:.0%} "
                        f"of items beyond chance, {f.format_rate:.0%} of completions already write the answer line, "
-                       f"and {signal:.0%} of groups carry signal",
+                       f"and {mixed_groups(f):.0%} of groups mix right and wrong answers",
                        "the reward can pay only for computing better, which GRPO rarely teaches a small model at "
                        "this budget: expect little gain; a larger model, or exemplars that show the working (task.shots)")
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
@@ -215,10 +215,15 @@ def constant_prone(f: Figures) -> bool:
 
 def computed_answers(f: Figures) -> bool:
     """Under :data:`COMPUTED` of the gold answers in their question, the form already there (:data:`FORMED`), and
-    under :data:`COMPUTED_SIGNAL` of groups carrying signal (most groups already mixed: learnable)."""
+    under :data:`COMPUTED_MIXED` of groups mixing right and wrong answers (most groups mixed: learnable)."""
     if f.answer_in_prompt is None or f.format_rate is None:
         return False
-    return f.answer_in_prompt < COMPUTED and f.format_rate >= FORMED and 1 - f.zero_variance < COMPUTED_SIGNAL
+    return f.answer_in_prompt < COMPUTED and f.format_rate >= FORMED and mixed_groups(f) < COMPUTED_MIXED
+
+
+def mixed_groups(f: Figures) -> float:
+    """Share of groups with both a right and a wrong completion (by the task's judge)."""
+    return max(0.0, 1 - f.groups_all_right - f.groups_all_wrong)
 
 
 def at_chance(pass_at_1: float, chance: Chance, items: int) -> bool:
@@ -595,7 +600,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
         "seconds": round(time.time() - start, 1),
         "thresholds": {"too_long": TOO_LONG, "format_bound": FORMAT_BOUND, "chance_z": CHANCE_Z,
                        "too_hard": TOO_HARD, "too_easy": TOO_EASY, "constant_prone": CONSTANT_PRONE,
-                       "computed": COMPUTED, "formed": FORMED, "computed_signal": COMPUTED_SIGNAL,
+                       "computed": COMPUTED, "formed": FORMED, "computed_mixed": COMPUTED_MIXED,
                        "gold_readable": GOLD_READABLE},
     }
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
