@@ -100,6 +100,10 @@ The second (``--holdout 2``, :data:`HOLDOUT_2`, outputs/panel-holdout2), chosen 
 ``--holdout 2 --check`` (2026-12-06): all six load with 200 test items, no shared question, every gold read;
 constant answer knights_knaves 0.0%, group_anagrams 0.0% (48 tokens), string_insertion 0.0%, caesar_cipher 2.0%
 (train 480 of 792 questions), fraction_simplification 1.0% (1), shortest_path 14.5% (infeasible).
+The third (``--holdout 3``, :data:`HOLDOUT_3`, outputs/panel-holdout3), chosen to reach ``computed``:
+``--holdout 3 --check`` (2026-12-06): all six load with 200 test items, no shared question, every gold read;
+constant answer decimal_arithmetic 0.0%, complex_arithmetic 2.5% (1), gsm_symbolic 1.0% (2), time_intervals
+0.5% (11), calendar_arithmetic 12.5% (No), bitwise_arithmetic 2.0% (0).
 """
 
 from __future__ import annotations
