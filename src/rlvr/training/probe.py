@@ -68,7 +68,8 @@ CONSTANT_PRONE = 0.5
 #: chance (:func:`answer_in_prompt`: the answer has to be worked out, not picked from the prompt), while at least
 #: :data:`FORMED` of sampled completions already write a well-formed answer line (no gain in form left either).
 #: Set from the 30 trained panel datasets (BENCHMARKS.md, "A panel of tasks"): none of the 21 below 0.5 gained at
-#: its probed recipe, 5 of the 9 above did. No dataset of the second held-out set reached it.
+#: its probed recipe, 5 of the 9 above did. No dataset of the second or third held-out set reached it: untested
+#: out of sample.
 #: And only while fewer than :data:`COMPUTED_MIXED` of groups mix right and wrong answers (by the judge; groups
 #: that differ in form alone do not count): the walk-through's example (examples/your-task, two-number sums, with
 #: ``verifier: math``) has computed answers and 95% form, but 62.5% of its groups (32 probed items) mix
