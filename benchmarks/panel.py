@@ -845,9 +845,13 @@ def probe_cells(data: dict[str, Any] | None, where: Path) -> list[str]:
 
 def mixed(figures: dict[str, Any]) -> float | None:
     """Groups with right and wrong completions: those whose correctness moves GRPO (None: not recorded)."""
+    from types import SimpleNamespace
+
+    from rlvr.training.probe import mixed_groups
+
     if "groups_all_right" not in figures or "groups_all_wrong" not in figures:
         return None
-    return 1 - figures["groups_all_right"] - figures["groups_all_wrong"]
+    return mixed_groups(SimpleNamespace(**figures))  # the share the computed verdict reads
 
 
 def constant_cell(constant: dict[str, Any] | None) -> str:
