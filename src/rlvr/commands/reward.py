@@ -230,19 +230,11 @@ def _default_rewards(name: str, probe_set: Any, tasks: Any) -> list[dict[str, An
 
 
 def _with_task_rubric(specs: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, Any]]:
-    """``keywords`` specs with the task's ``rubric``, ``semantic`` and ``per_item`` options filled in, as training
-    builds them."""
-    filled = []
-    for spec in specs:
-        spec = dict(spec)
-        if spec["name"] == "keywords":
-            for key in ("rubric", "semantic"):
-                if spec.get(key) is None and options.get(key) is not None:
-                    spec[key] = options[key]
-            if options.get("per_item") and spec.get("per_item") is None:
-                spec["per_item"] = True
-        filled.append(spec)
-    return filled
+    """``specs`` with the keywords task's options (rubric, semantic, per-item, example notes) filled in, as
+    training builds them: the task fills them, so the audit judges with the rewards training uses."""
+    from rlvr.tasks import get_task
+
+    return get_task("keywords", options).reward_specs(specs)
 
 
 def _keyword_item_probes(recipe: Any) -> Any:

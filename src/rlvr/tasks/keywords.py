@@ -174,7 +174,13 @@ class KeywordsTask(Task):
         return [pair for pair in kept[split] if normalize_question(str(pair[1]["prompt"])) not in shown]
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
-        """As the base class, with this task's rubric and semantic setting filled into ``keywords`` rewards."""
+        """As the base class, with this task's options filled in (:meth:`reward_specs`)."""
+        return super().reward_functions(self.reward_specs(specs))
+
+    def reward_specs(self, specs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Copies of ``specs`` (default: this task's rewards) with this task's rubric, semantic and per-item options
+        filled into ``keywords`` and ``diagnosis`` rewards and its shown example notes into ``example_copy``, as
+        training and ``rlvr reward audit`` build them; one clear line for a reward the options cannot feed."""
         specs = [dict(spec) for spec in (specs or self.default_rewards)]
         for spec in specs:
             if spec.get("name") == "keywords":
@@ -191,7 +197,9 @@ class KeywordsTask(Task):
                     raise RlvrError("reward diagnosis reads the condition of each vignette, which the keywords task "
                                     "adds with its per_item option; set task.per_item: true.")
                 spec.setdefault("rubric", self.rubric)
-        return super().reward_functions(specs)
+            elif spec.get("name") == "example_copy" and "examples" not in spec:
+                spec["examples"] = [note.completion for note in self._shots()]
+        return specs
 
     def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,
                       weights: list[float] | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,75 @@
+"""The ``example_copy`` reward: copying the worked example the prompt shows costs, reusing its sentence frames does not."""
+
+import pytest
+
+from rlvr.audit import HONEST_CORRECT, KEYWORD_PROBES
+from rlvr.errors import RlvrError
+from rlvr.rewards import build_reward
+from rlvr.rewards.copying import copied_share
+from rlvr.tasks import get_task
+from rlvr.tasks.note_exemplars import load_exemplar_notes
+
+CELLULITIS, GOUT = (note.completion for note in load_exemplar_notes("builtin"))
+
+
+def reward(**params):
+    return build_reward("example_copy", {"examples": [CELLULITIS], **params})
+
+
+def test_a_verbatim_copy_of_the_example_costs_the_full_point():
+    assert reward()([CELLULITIS]) == [-1.0]
+
+
+def test_a_copy_with_the_condition_site_and_drug_swapped_still_costs_the_full_point():
+    swapped = (CELLULITIS.replace("cellulitis", "migraine").replace("lower leg", "head")
+               .replace("flucloxacillin", "sumatriptan"))
+    assert reward()([swapped]) == [-1.0]
+
+
+def test_a_note_written_in_the_examples_frame_costs_nothing():
+    assert copied_share(GOUT, [CELLULITIS]) > 0.1  # it does share the frame
+    assert reward()([GOUT]) == [0.0]
+
+
+def test_an_honest_note_reusing_the_examples_follow_up_sentence_costs_nothing():
+    honest = next(probe.completion for probe in KEYWORD_PROBES if probe.kind == HONEST_CORRECT)
+    assert reward()([honest]) == [0.0]
+
+
+def test_the_cost_grows_linearly_between_free_and_full():
+    half = " ".join(CELLULITIS.split()[:40]) + " " + " ".join(f"word{i}" for i in range(40))
+    share = copied_share(half, [CELLULITIS])
+    assert 0.4 < share < 0.7
+    assert reward()([half]) == [pytest.approx(-(share - 0.4) / 0.3, abs=1e-4)]
+
+
+def test_chat_completions_are_judged_on_the_assistant_text():
+    assert reward()([[{"role": "assistant", "content": CELLULITIS}]]) == [-1.0]
+
+
+def test_unreadable_or_empty_output_costs_nothing_and_never_raises():
+    assert reward()(["", None, 42, [{"role": "assistant"}], "too short"]) == [0.0] * 5
+
+
+def test_without_example_texts_the_reward_says_what_to_set():
+    with pytest.raises(RlvrError, match="task.shots"):
+        build_reward("example_copy", {})
+
+
+@pytest.mark.parametrize("params", [{"free": 0.8, "full": 0.5}, {"n": 0}, {"full": 1.5}])
+def test_bad_parameters_fail_in_one_line(params):
+    with pytest.raises(RlvrError, match="example_copy"):
+        reward(**params)
+
+
+def test_the_keywords_task_fills_in_the_notes_its_prompts_show():
+    task = get_task("keywords", {"shots": 2})
+    [spec] = task.reward_specs([{"name": "example_copy"}])
+    assert spec["examples"] == [CELLULITIS, GOUT]
+    [func] = task.reward_functions([{"name": "example_copy"}])
+    assert func([GOUT]) == [-1.0]
+
+
+def test_the_keywords_task_without_shots_cannot_build_the_reward():
+    with pytest.raises(RlvrError, match="task.shots"):
+        get_task("keywords").reward_functions([{"name": "example_copy"}])
