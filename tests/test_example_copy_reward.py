@@ -73,3 +73,53 @@ def test_the_keywords_task_fills_in_the_notes_its_prompts_show():
 def test_the_keywords_task_without_shots_cannot_build_the_reward():
     with pytest.raises(RlvrError, match="task.shots"):
         get_task("keywords").reward_functions([{"name": "example_copy"}])
+
+
+def test_the_verdict_counts_notes_copying_the_example_and_their_full_credit():
+    task = get_task("keywords", {"shots": 1, "per_item": True, "name_is_diagnosis": True, "prompts": "generated",
+                                 "conditions": ["community-acquired-pneumonia"]})
+    row = next(row for row in task.load("test") if "fever" in row["findings"])  # the example cites a fever
+    renamed = CELLULITIS.replace("cellulitis", "community-acquired pneumonia")
+    outcomes = task.judge([renamed, GOUT], [row, row])
+    assert outcomes[0].correct  # the rubric alone pays the renamed copy in full: why the breakdown says so
+    tables = task.breakdown([outcome.details for outcome in outcomes])
+    copied = tables["the example note copied (share of completions)"]
+    assert copied["copies the example note"] == 0.5
+    assert copied["copies it and earns full credit"] == 0.5
+    assert [task.item_flags(o.details)["copies the example note"] for o in outcomes] == [True, False]
+
+
+def test_without_example_notes_the_verdict_has_no_copy_table():
+    task = get_task("keywords")
+    outcomes = task.judge([CELLULITIS], [task.load("test")[0]])
+    assert "the example note copied (share of completions)" not in task.breakdown([o.details for o in outcomes])
+
+
+def audit_with(rewards):
+    from rlvr.audit import audit, keyword_item_probes
+
+    task = get_task("keywords", {"shots": 1, "per_item": True, "name_is_diagnosis": True})
+    specs = [{"name": name} for name in rewards]
+    return audit(keyword_item_probes(examples=[CELLULITIS]), task.reward_functions(specs), task.reward_weights(specs))
+
+
+def test_the_audit_probes_the_example_copied_and_renamed():
+    from rlvr.audit import example_probes
+    from rlvr.verifiers.conditions import conditions_named
+
+    copied, renamed = example_probes(CELLULITIS, "community-acquired-pneumonia")
+    assert copied.completion == CELLULITIS
+    assert conditions_named(renamed.completion) == ["community-acquired-pneumonia"]
+    assert renamed.completion.endswith(CELLULITIS.split("diagnosis", 1)[1])  # the rest is the example's
+
+
+def test_without_example_copy_the_renamed_example_pays_as_much_as_an_honest_note():
+    result = audit_with(["keywords", "diagnosis"])
+    assert "example_renamed" in {r.probe.name for r in result.exploits}
+
+
+def test_with_example_copy_no_copy_of_the_example_reaches_an_honest_note():
+    result = audit_with(["keywords", "diagnosis", "example_copy"])
+    assert result.passed, [r.probe.name for r in result.exploits]
+    copied = next(r for r in result.results if r.probe.name == "example_copied")
+    assert not copied.beats_wrong

@@ -22,7 +22,8 @@ another condition, around one real vignette's ``condition`` and ``findings``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,19 +200,41 @@ PROBE_SETS: dict[str, ProbeSet] = {
 }
 
 
-def keyword_item_probes(columns: dict[str, Any] | None = None) -> ProbeSet:
+def keyword_item_probes(columns: dict[str, Any] | None = None, examples: Sequence[str] = ()) -> ProbeSet:
     """The keyword probes and :data:`KEYWORD_ITEM_PROBES` for a reward with the per-item check, around ``columns``
     (a row of a community-acquired pneumonia vignette: ``question``, ``condition``, ``findings``, ``rubric``);
-    None: the probes' own vignette, its findings read from its text."""
+    None: the probes' own vignette, its findings read from its text. ``examples``: the example notes the prompts
+    show (the keywords task's ``shots``), which add :func:`example_probes`."""
     if columns is None:
         from rlvr.verifiers.conditions import findings_in
 
         columns = {"question": _VIGNETTE, "rubric": "", "condition": ITEM_CONDITION,
                    "findings": findings_in(_VIGNETTE, ITEM_CONDITION)}
+    copies = example_probes(examples[0], str(columns.get("condition") or ITEM_CONDITION)) if examples else ()
     return ProbeSet(
-        "keywords", ("keywords",), dict(columns), KEYWORD_PROBES + KEYWORD_ITEM_PROBES,
+        "keywords", ("keywords",), dict(columns), KEYWORD_PROBES + KEYWORD_ITEM_PROBES + copies,
         hint=PROBE_SETS["keywords"].hint + "; a fluent note naming the wrong condition keeps the rubric's other groups, "
              "only full credit needs the right one",
+    )
+
+
+def example_probes(example: str, condition: str) -> tuple[Probe, ...]:
+    """Two copies of the first example note the prompts show: as it is (its own condition, not the vignette's),
+    and with every condition it names replaced by the name of the vignette's ``condition``: the example's
+    sentences, findings and treatment, the vignette's name. Trained with an example in the prompt, a 135M
+    model's notes became the example (BENCHMARKS.md, "Keywords sampled at 0.5")."""
+    from rlvr.verifiers.conditions import conditions_named, load_table
+
+    table = load_table()
+    renamed = example
+    if condition in table.conditions:
+        name = table.conditions[condition].names[0]
+        for slug in conditions_named(example, table):
+            for other in sorted(table.conditions[slug].names, key=len, reverse=True):
+                renamed = re.sub(rf"\b{re.escape(other)}\b", name, renamed, flags=re.IGNORECASE)
+    return (
+        Probe("example_copied", "hack", example, "the example note the prompts show, copied whole"),
+        Probe("example_renamed", "hack", renamed, "the example note with the vignette's condition named in its place"),
     )
 
 

@@ -239,18 +239,21 @@ def _with_task_rubric(specs: list[dict[str, Any]], options: dict[str, Any]) -> l
 
 def _keyword_item_probes(recipe: Any) -> Any:
     """The per-item keyword probes around a real community-acquired pneumonia vignette of the recipe's prompts (its
-    ``condition`` and ``findings`` columns as training reads them); the probes' own vignette when there is none."""
+    ``condition`` and ``findings`` columns as training reads them; the probes' own vignette when there is none),
+    with copies of the example note when the recipe's prompts show one."""
     from rlvr.audit import ITEM_CONDITION, keyword_item_probes
     from rlvr.tasks import get_task
 
     options = dict(recipe.task_options) if recipe is not None and recipe.task_name == "keywords" else {}
     task = get_task("keywords", {**options, "per_item": True, "limit": None})
+    examples = [note.completion for note in task.shown_notes()]
     for split in ("test", "validation", "train"):
         for row in task.load(split):
             if row["condition"] == ITEM_CONDITION:
                 print(f"per-item probes around {split} vignette {row['id']} (findings: {', '.join(row['findings'])})")
-                return keyword_item_probes({key: row[key] for key in ("question", "rubric", "condition", "findings")})
-    return keyword_item_probes()
+                return keyword_item_probes({key: row[key] for key in ("question", "rubric", "condition", "findings")},
+                                           examples)
+    return keyword_item_probes(examples=examples)
 
 
 def _custom_rubric(specs: list[dict[str, Any]]) -> str | None:

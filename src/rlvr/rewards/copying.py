@@ -25,6 +25,9 @@ from rlvr.errors import RlvrError
 from rlvr.rewards.base import REWARDS, RewardFunc, completion_text, default_weight, named
 
 _WORD = re.compile(r"[a-z0-9']+")
+#: Where the cost starts and where it reaches -1, as shares of a completion's word 4-grams found in an example.
+#: From ``FREE`` on, the evaluation counts a note as copying the example (the keywords task's breakdown).
+FREE, FULL = 0.4, 0.7
 
 
 def word_ngrams(text: str, n: int) -> list[tuple[str, ...]]:
@@ -49,8 +52,8 @@ def copy_cost(share: float, free: float, full: float) -> float:
 
 @REWARDS.register("example_copy")
 @default_weight(1.0)
-def example_copy(examples: Sequence[str] | None = None, n: int = 4, free: float = 0.4,
-                 full: float = 0.7) -> RewardFunc:
+def example_copy(examples: Sequence[str] | None = None, n: int = 4, free: float = FREE,
+                 full: float = FULL) -> RewardFunc:
     """Minus the cost of copying ``examples`` (texts; the keywords task fills in the notes its prompts show) in
     [-1, 0]; see the module docstring. ``n``: the n-gram length; ``free`` and ``full``: where the cost starts and
     where it reaches -1, as shares of the completion's n-grams."""

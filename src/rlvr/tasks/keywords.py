@@ -44,7 +44,8 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
-from rlvr.rewards.base import RewardFunc
+from rlvr.rewards.base import RewardFunc, completion_text
+from rlvr.rewards.copying import FREE, copied_share
 from rlvr.rewards.keywords import item_of, judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
 from rlvr.tasks.clinical_vignettes import MAX_DRAWS, PER_CONDITION, generate_vignettes, select_conditions
@@ -60,6 +61,10 @@ BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" /
 BUILTIN, GENERATED = "builtin", "generated"
 #: The breakdown table of the per-item check (shares of the completions it judged).
 PER_ITEM = "per-item diagnosis check (share of completions)"
+#: With example notes shown: the details key of a note's share of word 4-grams found in them, its breakdown
+#: table, and its per-item flag (a note copies the example from the share where ``example_copy`` starts to cost).
+EXAMPLE_COPY, COPIED, COPIES_FLAG = "example_copy", "the example note copied (share of completions)", "copies the example note"
+COPYING = FREE
 
 
 @TASKS.register("keywords")
@@ -170,7 +175,7 @@ class KeywordsTask(Task):
         if self.test_prompts:
             by_split["test"] = list(enumerate(self._source(self.test_prompts)))
         kept, self.dropped_overlaps = disjoint_rows(by_split, lambda pair: str(pair[1]["prompt"]))
-        shown = {normalize_question(note.prompt) for note in self._shots()}
+        shown = {normalize_question(note.prompt) for note in self.shown_notes()}
         return [pair for pair in kept[split] if normalize_question(str(pair[1]["prompt"])) not in shown]
 
     def reward_functions(self, specs: list[dict[str, Any]] | None = None) -> list[RewardFunc]:
@@ -198,7 +203,7 @@ class KeywordsTask(Task):
                                     "adds with its per_item option; set task.per_item: true.")
                 spec.setdefault("rubric", self.rubric)
             elif spec.get("name") == "example_copy" and "examples" not in spec:
-                spec["examples"] = [note.completion for note in self._shots()]
+                spec["examples"] = [note.completion for note in self.shown_notes()]
         return specs
 
     def score_records(self, records: list[dict[str, Any]], rewards: list[RewardFunc] | None = None,
@@ -224,18 +229,23 @@ class KeywordsTask(Task):
     # ------------------------------------------------------------------ correctness
 
     def judge(self, completions: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> list[Outcome]:
-        """Correct at full rubric credit (score 1.0); the score is the rubric score, details its explanation."""
+        """Correct at full rubric credit (score 1.0); the score is the rubric score, details its explanation (and,
+        when the prompts show example notes, the share of the note's word 4-grams found in them)."""
         default = self.default_rubric()
+        examples = [note.completion for note in self.shown_notes()]
         outcomes = []
         for completion, row in zip(completions, rows, strict=True):
             rubric = rubric_for(row.get("rubric"), default)
             judgement = judge_completion(completion, rubric, self.semantic, self._item(row))
+            details = judgement.explanation()
+            if examples:
+                details[EXAMPLE_COPY] = round(copied_share(completion_text(completion), examples), 4)
             outcomes.append(Outcome(
                 correct=judgement.score >= FULL_CREDIT,
                 score=judgement.score,
                 answer=_groups_shown(judgement),
                 gold=_gold(rubric, row, self.per_item),
-                details=judgement.explanation(),
+                details=details,
             ))
         return outcomes
 
@@ -264,15 +274,25 @@ class KeywordsTask(Task):
         indicators = _mean_indicators(details)
         if indicators:
             tables[WRITING_INDICATORS] = indicators
+        copies = [detail for detail in details if detail.get(EXAMPLE_COPY) is not None]
+        if copies:
+            copied = [detail for detail in copies if detail[EXAMPLE_COPY] >= COPYING]
+            tables[COPIED] = {
+                COPIES_FLAG: len(copied) / len(copies),
+                "copies it and earns full credit": sum(float(d.get("score", 0)) >= FULL_CREDIT for d in copied) / len(copies),
+                "mean share of its 4-grams in the note": sum(d[EXAMPLE_COPY] for d in copies) / len(copies),
+            }
         return tables
 
     def item_flags(self, details: Mapping[str, Any]) -> dict[str, bool]:
-        """Under the per-item check: whether the note named the right diagnosis (and no other), and cited a finding."""
+        """Under the per-item check: whether the note named the right diagnosis (and no other), and cited a finding;
+        with example notes shown: whether it copies them (from :data:`rlvr.rewards.copying.FREE` of its 4-grams)."""
+        flags = {COPIES_FLAG: details[EXAMPLE_COPY] >= COPYING} if details.get(EXAMPLE_COPY) is not None else {}
         checked = details.get("per_item")
         if not checked:
-            return {}
+            return flags
         return {"diagnosis named correctly": bool(checked.get("diagnosis_correct")),
-                "cites a vignette finding": bool(checked.get("findings_cited")) or not checked.get("findings")}
+                "cites a vignette finding": bool(checked.get("findings_cited")) or not checked.get("findings"), **flags}
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
         return _gold(rubric_for(row.get("rubric"), self.default_rubric()), row, self.per_item)
@@ -290,7 +310,7 @@ class KeywordsTask(Task):
     def _record(self, index: int, row: dict[str, Any]) -> dict[str, Any]:
         own = row.get("rubric") or ""
         rubric = load_rubric(own) if own else self.default_rubric()
-        text, notes = str(row["prompt"]).strip(), self._shots()
+        text, notes = str(row["prompt"]).strip(), self.shown_notes()
         record = {
             "id": str(row.get("id") or f"keywords-{index}"),
             "prompt": (chat_prompt if self.chat else plain_prompt)(notes, text, rubric.instructions),
@@ -321,7 +341,7 @@ class KeywordsTask(Task):
             chosen["train"] += train
         return chosen
 
-    def _shots(self) -> list[ExemplarNote]:
+    def shown_notes(self) -> list[ExemplarNote]:
         """The first ``shots`` example notes, read when the task was built."""
         return self._notes
 
