@@ -67,6 +67,6 @@ def example_copy(examples: Sequence[str] | None = None, n: int = 4, free: float 
     texts = [str(text) for text in examples]
 
     def example_copy(completions: list[Any], **_: Any) -> list[float]:
-        return [-copy_cost(copied_share(completion_text(c), texts, n), free, full) for c in completions]
+        return [0.0 - copy_cost(copied_share(completion_text(c), texts, n), free, full) for c in completions]  # no -0.0
 
     return named("example_copy", example_copy)
