@@ -56,6 +56,11 @@ def test_without_example_texts_the_reward_says_what_to_set():
         build_reward("example_copy", {})
 
 
+def test_examples_given_as_one_string_instead_of_a_list_fail_in_one_line():
+    with pytest.raises(RlvrError, match="a list of texts"):
+        build_reward("example_copy", {"examples": CELLULITIS})
+
+
 @pytest.mark.parametrize("params", [{"free": 0.8, "full": 0.5}, {"n": 0}, {"full": 1.5}])
 def test_bad_parameters_fail_in_one_line(params):
     with pytest.raises(RlvrError, match="example_copy"):

@@ -57,9 +57,9 @@ def example_copy(examples: Sequence[str] | None = None, n: int = 4, free: float 
     """Minus the cost of copying ``examples`` (texts; the keywords task fills in the notes its prompts show) in
     [-1, 0]; see the module docstring. ``n``: the n-gram length; ``free`` and ``full``: where the cost starts and
     where it reaches -1, as shares of the completion's n-grams."""
-    if not examples or not all(isinstance(text, str) and text.strip() for text in examples):
+    if isinstance(examples, str) or not examples or not all(isinstance(t, str) and t.strip() for t in examples):
         raise RlvrError("reward example_copy needs the example texts the prompts show: with the keywords task set "
-                        "task.shots to 1 or more, otherwise give examples: [text, ...].")
+                        "task.shots to 1 or more, otherwise give examples: a list of texts, [text, ...].")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise RlvrError(f"reward example_copy n must be a positive whole number of words, got {n!r}.")
     if not 0 <= free < full <= 1:
