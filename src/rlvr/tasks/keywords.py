@@ -64,7 +64,6 @@ PER_ITEM = "per-item diagnosis check (share of completions)"
 #: With example notes shown: the details key of a note's share of word 4-grams found in them, its breakdown
 #: table, and its per-item flag (a note copies the example from the share where ``example_copy`` starts to cost).
 EXAMPLE_COPY, COPIED, COPIES_FLAG = "example_copy", "the example note copied (share of completions)", "copies the example note"
-COPYING = FREE
 
 
 @TASKS.register("keywords")
@@ -276,7 +275,7 @@ class KeywordsTask(Task):
             tables[WRITING_INDICATORS] = indicators
         copies = [detail for detail in details if detail.get(EXAMPLE_COPY) is not None]
         if copies:
-            copied = [detail for detail in copies if detail[EXAMPLE_COPY] >= COPYING]
+            copied = [detail for detail in copies if detail[EXAMPLE_COPY] >= FREE]
             tables[COPIED] = {
                 COPIES_FLAG: len(copied) / len(copies),
                 "copies it and earns full credit": sum(float(d.get("score", 0)) >= FULL_CREDIT for d in copied) / len(copies),
@@ -287,7 +286,7 @@ class KeywordsTask(Task):
     def item_flags(self, details: Mapping[str, Any]) -> dict[str, bool]:
         """Under the per-item check: whether the note named the right diagnosis (and no other), and cited a finding;
         with example notes shown: whether it copies them (from :data:`rlvr.rewards.copying.FREE` of its 4-grams)."""
-        flags = {COPIES_FLAG: details[EXAMPLE_COPY] >= COPYING} if details.get(EXAMPLE_COPY) is not None else {}
+        flags = {COPIES_FLAG: details[EXAMPLE_COPY] >= FREE} if details.get(EXAMPLE_COPY) is not None else {}
         checked = details.get("per_item")
         if not checked:
             return flags
