@@ -252,6 +252,8 @@ class AuditResult:
     task: str
     hint: str = ""
     results: list[ProbeResult] = field(default_factory=list)
+    #: Rewards that scored no probe (None for all: e.g. ``overlong``, which needs the token ids only training has).
+    unjudged: list[str] = field(default_factory=list)
 
     def score(self, kind: str) -> float:
         return next(r.reward for r in self.results if r.probe.kind == kind)
@@ -277,11 +279,14 @@ def audit(probe_set: ProbeSet, reward_funcs: list[Callable[..., list[float]]], w
     columns = {key: [value] * len(probes) for key, value in probe_set.columns.items()}
     weights = weights or [1.0] * len(reward_funcs)
     components: list[dict[str, float]] = [{} for _ in probes]
+    unjudged: list[str] = []
     for func, weight in zip(reward_funcs, weights, strict=True):
         scores = func(completions, prompts=[probe_set.columns.get("question", "")] * len(probes), **columns)
+        if all(score is None for score in scores):
+            unjudged.append(func.__name__)
         for row, score in zip(components, scores, strict=True):
             row[func.__name__] = weight * float(score if score is not None else 0.0)
-    result = AuditResult(probe_set.task, probe_set.hint)
+    result = AuditResult(probe_set.task, probe_set.hint, unjudged=unjudged)
     for probe, parts in zip(probes, components, strict=True):
         result.results.append(ProbeResult(probe, sum(parts.values()), parts))
     correct, wrong = result.score(HONEST_CORRECT), result.score(HONEST_WRONG)
@@ -300,7 +305,8 @@ def render_table(result: AuditResult) -> str:
     for row in result.results:
         hack = row.probe.kind == "hack"
         lines.append([
-            row.probe.name, row.probe.kind, f"{row.reward:+.3f}", *(f"{row.components[n]:+.3f}" for n in names),
+            row.probe.name, row.probe.kind, f"{row.reward:+.3f}",
+            *("n/a" if n in result.unjudged else f"{row.components[n]:+.3f}" for n in names),
             ("YES" if row.beats_wrong else "no") if hack else "", ("EXPLOIT" if row.exploit else "no") if hack else "",
         ])
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -321,6 +327,9 @@ def verdict(result: AuditResult) -> str:
     if beating:
         lines.append(f"note: {len(beating)} hack(s) out-score an honest wrong answer: {', '.join(beating)} "
                      f"({result.hint}).")
+    if result.unjudged:
+        lines.append(f"note: {', '.join(result.unjudged)} scored no probe (it needs what only training passes, such as "
+                     "token ids), so this audit leaves it out.")
     if result.passed:
         lines.append(f"PASS: no hack reaches the honest correct answer's reward ({len(result.results) - 2} hacks probed).")
     return "\n".join(lines)
