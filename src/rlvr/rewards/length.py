@@ -2,8 +2,8 @@
 
 A small model that never ends its completions is cut at ``grpo.max_completion_length``; what comes after the cut
 (a clinical note's treatment and follow-up) is never written, so the task's own reward cannot pay for it and the
-model gets no signal to stop. In one seed of ``keywords-named-12-cpu-smollm2`` 81-94% of the sampled notes ran
-to the limit at every step and nothing was learnt (BENCHMARKS.md, "Keywords: the condition's name as the
+model gets no signal to stop. In one seed of ``keywords-named-12-cpu-smollm2`` the sampled notes averaged 150 of
+160 tokens at every logged step and nothing was learnt (BENCHMARKS.md, "Keywords: the condition's name as the
 diagnosis"). This reward is 0 for a completion of up to ``max_tokens - cache`` tokens, falls linearly to -1 at
 ``max_tokens``, and is -1 beyond: TRL's :func:`trl.rewards.get_soft_overlong_punishment`, which counts the
 ``completion_ids`` GRPOTrainer passes every reward.
