@@ -352,10 +352,9 @@ def recipe_from_dict(data: dict[str, Any], where: str = "recipe") -> Recipe:
         raise RlvrError(f"{where}: 'grpo' must be a mapping of GRPOConfig fields.")
     check_keys(grpo, grpo_fields(), f"{where}: grpo (TRL GRPOConfig)")
     grpo = check_grpo_types(grpo, where)
-    if any(reward["name"] == "overlong" for reward in rewards):
-        from rlvr.rewards.length import fill_from_grpo
+    from rlvr.rewards import fill_grpo_defaults
 
-        rewards = fill_from_grpo(rewards, grpo)  # its token limit is generation's: grpo.max_completion_length
+    rewards = fill_grpo_defaults(rewards, grpo)  # e.g. overlong's token limit is generation's (max_completion_length)
     if rewards and grpo.get("reward_weights") is not None:
         from rlvr.rewards.base import reward_weights
 

@@ -87,6 +87,39 @@ def default_weight(weight: float) -> Callable[[RewardFactory], RewardFactory]:
     return mark
 
 
+def grpo_defaults(**fields: str) -> Callable[[RewardFactory], RewardFactory]:
+    """Declare parameters a recipe fills from its own GRPOConfig fields when it leaves them unset
+    (``max_tokens="max_completion_length"``), so the reward judges by the settings generation runs under."""
+
+    def mark(factory: RewardFactory) -> RewardFactory:
+        factory.grpo_defaults = dict(fields)  # type: ignore[attr-defined]
+        return factory
+
+    return mark
+
+
+def fill_grpo_defaults(specs: Sequence[dict[str, Any]], grpo: dict[str, Any]) -> list[dict[str, Any]]:
+    """``specs`` with each built-in reward's :func:`grpo_defaults` parameters it leaves unset taken from ``grpo``,
+    else from TRL's GRPOConfig defaults (a user's own reward is not imported for this)."""
+    filled = []
+    for spec in specs:
+        spec = dict(spec)
+        fields = getattr(REWARDS.get(spec["name"]), "grpo_defaults", {}) if spec.get("name") in REWARDS else {}
+        for param, field_name in fields.items():
+            if spec.get(param) is None:
+                spec[param] = grpo[field_name] if field_name in grpo else _grpo_config_default(field_name)
+        filled.append(spec)
+    return filled
+
+
+def _grpo_config_default(field_name: str) -> Any:
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    return next(f.default for f in dataclasses.fields(GRPOConfig) if f.name == field_name)
+
+
 def reward_weight(spec: dict[str, Any]) -> float:
     """The weight of one recipe reward spec: its ``weight``, else the reward's default weight."""
     if spec.get("weight") is None:

@@ -9,7 +9,7 @@ diagnosis"). This reward is 0 for a completion of up to ``max_tokens - cache`` t
 ``completion_ids`` GRPOTrainer passes every reward.
 
 ``max_tokens`` defaults to the recipe's ``grpo.max_completion_length`` (filled in when the recipe is read, see
-:data:`GRPO_DEFAULTS`), ``cache`` to a fifth of it. Called without token ids (the reward audit's hand-written
+:func:`rlvr.rewards.base.grpo_defaults`), ``cache`` to a fifth of it. Called without token ids (the reward audit's hand-written
 texts), it has no length to judge and returns None for each completion, which TRL and the audit leave out.
 """
 
@@ -18,15 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.rewards.base import REWARDS, RewardFunc, default_weight, named
-
-#: Reward parameters a recipe fills from its own GRPOConfig fields when it does not set them:
-#: reward name -> {parameter: GRPOConfig field}.
-GRPO_DEFAULTS: dict[str, dict[str, str]] = {"overlong": {"max_tokens": "max_completion_length"}}
+from rlvr.rewards.base import REWARDS, RewardFunc, default_weight, grpo_defaults, named
 
 
 @REWARDS.register("overlong")
 @default_weight(1.0)
+@grpo_defaults(max_tokens="max_completion_length")
 def overlong_reward(max_tokens: int | None = None, cache: int | None = None) -> RewardFunc:
     """0 up to ``max_tokens - cache`` completion tokens, linear to -1 at ``max_tokens``, -1 beyond (default
     weight 1.0). ``cache`` defaults to ``max_tokens // 5``."""
@@ -50,24 +47,3 @@ def _positive_int(value: Any, name: str, meaning: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise RlvrError(f"reward 'overlong': {name} must be a positive whole number ({meaning}), got {value!r}.")
     return value
-
-
-def fill_from_grpo(specs: list[dict[str, Any]], grpo: dict[str, Any]) -> list[dict[str, Any]]:
-    """``specs`` with each :data:`GRPO_DEFAULTS` parameter a spec leaves unset taken from ``grpo`` (else TRL's
-    GRPOConfig default), so a reward judging lengths agrees with the limit generation runs under."""
-    filled = []
-    for spec in specs:
-        spec = dict(spec)
-        for param, field in GRPO_DEFAULTS.get(spec.get("name"), {}).items():
-            if spec.get(param) is None:
-                spec[param] = grpo.get(field, _grpo_default(field))
-        filled.append(spec)
-    return filled
-
-
-def _grpo_default(field: str) -> Any:
-    import dataclasses
-
-    from trl import GRPOConfig
-
-    return {f.name: f.default for f in dataclasses.fields(GRPOConfig)}[field]
