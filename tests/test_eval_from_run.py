@@ -34,7 +34,7 @@ def test_eval_takes_task_model_items_and_limits_from_the_run_and_says_so(run_dir
     out = tmp_path / "eval"
     assert main(["eval", "--no-progress", "--adapter", "none", "--adapter", str(run_dir / "adapter"), "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert f"from {run_dir / 'recipe.yaml'}" in said and "first 5 test items" in said and "at most 4 new tokens" in said
+    assert f"from {run_dir / 'recipe.yaml'}" in said and "up to 5 test items" in said and "at most 4 new tokens" in said
     summary = json.loads((out / "summary.json").read_text())
     assert summary["task"] == "arithmetic" and summary["task_options"]["shots"] == 1
     assert summary["task_options"]["generator_config"]["max_digits"] == 2

@@ -104,7 +104,7 @@ def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str
         values["task_options"] = {**settings.task_options, **(values.get("task_options") or {})}
         shown = ", ".join(f"{k}={v}" for k, v in settings.task_options.items() if k not in (given.get("task_options") or {}))
         taken.append(f"task {settings.task} ({shown})")
-    for key, label in (("limit", "first {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}")):
+    for key, label in (("limit", "up to {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}")):
         if values.get(key) is None and getattr(settings, key) is not None:
             values[key] = getattr(settings, key)
             taken.append(label.format(values[key]))
