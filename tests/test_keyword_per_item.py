@@ -290,9 +290,9 @@ def test_without_the_per_item_check_the_verdict_has_no_item_flags():
     assert get_task("keywords").item_flags({"groups": {}}) == {}
 
 
-def diagnosis_scores(notes, condition=PNEUMONIA):
+def diagnosis_scores(notes, condition=PNEUMONIA, **options):
     task = get_task("keywords", {"per_item": True})
-    reward = task.reward_functions([{"name": "diagnosis"}])[0]
+    reward = task.reward_functions([{"name": "diagnosis", **options}])[0]
     count = len(notes)
     return reward(notes, condition=[condition] * count, findings=[["crackles"]] * count, question=[VIGNETTE] * count,
                   rubric=[""] * count)
@@ -300,6 +300,22 @@ def diagnosis_scores(notes, condition=PNEUMONIA):
 
 def test_the_diagnosis_reward_pays_the_right_condition_only():
     assert diagnosis_scores([note("community-acquired pneumonia"), note("a pulmonary embolism"), ACS_NOTE]) == [1.0, 0.0, 0.0]
+
+
+NO_FINDING = "history of two days of feeling unwell"
+
+
+def test_the_diagnosis_reward_pays_the_right_name_without_a_cited_finding_by_default():
+    assert diagnosis_scores([note("community-acquired pneumonia", NO_FINDING)]) == [1.0]
+
+
+def test_the_diagnosis_reward_with_finding_pays_the_right_name_only_beside_a_vignette_finding():
+    notes = [note("community-acquired pneumonia"), note("community-acquired pneumonia", NO_FINDING)]
+    assert diagnosis_scores(notes, with_finding=True) == [1.0, 0.0]
+
+
+def test_the_diagnosis_reward_with_finding_still_refuses_the_wrong_name_with_a_finding():
+    assert diagnosis_scores([note("a pulmonary embolism")], with_finding=True) == [0.0]
 
 
 def test_the_diagnosis_reward_does_not_pay_several_conditions_listed():

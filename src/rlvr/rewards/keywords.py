@@ -90,7 +90,7 @@ def keywords_reward(rubric: str | None = None, rubric_column: str = "rubric", se
 
 @REWARDS.register("diagnosis")
 @default_weight(1.0)
-def diagnosis_reward(rubric: str | None = None, rubric_column: str = "rubric") -> RewardFunc:
+def diagnosis_reward(rubric: str | None = None, rubric_column: str = "rubric", with_finding: bool = False) -> RewardFunc:
     """1.0 when the note names the row's condition as its diagnosis in a well-formed sentence and names no other
     condition of the table (the per-item check's "diagnosis named correctly"), else 0.0; None for a row without
     a condition (TRL leaves it out of the sum). Default weight 1.0. The rubric's penalties apply to it as to the
@@ -100,7 +100,8 @@ def diagnosis_reward(rubric: str | None = None, rubric_column: str = "rubric") -
     Beside ``keywords``, whose score gives the right diagnosis one rubric group in four: a small model can raise
     that score by form alone while naming the right condition less often; this reward pays for the substance.
     Reads the ``condition``, ``findings`` and ``question`` columns the keywords task adds with ``per_item: true``;
-    ``rubric`` only decides what a well-formed sentence is.
+    ``rubric`` only decides what a well-formed sentence is. ``with_finding`` pays the right name only when the note
+    also cites one of the vignette's own findings in a sentence, so a note cannot trade its evidence for the name.
     """
     default = load_rubric(rubric)
 
@@ -113,11 +114,18 @@ def diagnosis_reward(rubric: str | None = None, rubric_column: str = "rubric") -
                 scores.append(None)
                 continue
             judgement = judge_completion(completion, rubric_for(path, default), False, item)
-            right = bool((judgement.per_item or {}).get("diagnosis_correct"))
+            right = _right_diagnosis(judgement.per_item or {}, with_finding)
             scores.append(_penalised(1.0, judgement) if right else 0.0)
         return scores
 
     return named("diagnosis", diagnosis)
+
+
+def _right_diagnosis(check: dict[str, Any], with_finding: bool) -> bool:
+    """The per-item check's "diagnosis named correctly", and with ``with_finding`` a vignette finding cited too
+    (always, for a vignette without a key finding, as the check's own citation test)."""
+    cited = bool(check.get("findings_cited")) or not check.get("findings")
+    return bool(check.get("diagnosis_correct")) and (cited or not with_finding)
 
 
 def _penalised(value: float, judgement: Judgement) -> float:
