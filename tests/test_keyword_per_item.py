@@ -318,6 +318,11 @@ def test_the_diagnosis_reward_with_finding_still_refuses_the_wrong_name_with_a_f
     assert diagnosis_scores([note("a pulmonary embolism")], with_finding=True) == [0.0]
 
 
+def test_the_diagnosis_reward_refuses_a_with_finding_that_is_not_true_or_false():
+    with pytest.raises(RlvrError, match="'with_finding' must be true or false, got 'maybe'"):
+        diagnosis_scores([note("community-acquired pneumonia")], with_finding="maybe")
+
+
 def test_the_diagnosis_reward_does_not_pay_several_conditions_listed():
     listed = note("community-acquired pneumonia, pulmonary embolism or heart failure")
     assert diagnosis_scores([listed]) == [0.0]

@@ -72,6 +72,16 @@ def test_unknown_reward_parameter_is_named():
         build_reward("format", {"wieght": 1})
 
 
+def test_a_reward_parameter_of_the_wrong_type_is_one_clear_error():
+    with pytest.raises(RlvrError, match="reward 'correctness': 'tolerance' must be a number, got 'tight'"):
+        build_reward("correctness", {"tolerance": "tight"})
+
+
+def test_a_reward_parameter_given_as_text_takes_its_annotated_type():
+    reward = build_reward("correctness", {"tolerance": "0.5"})
+    assert reward(["#### The final answer is 10.4"], final_answer=["10"]) == [1.0]
+
+
 def test_registry_lists_the_math_rewards():
     assert {"format", "correctness"} <= set(REWARDS.names())
 

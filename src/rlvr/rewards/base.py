@@ -24,9 +24,11 @@ applied once by TRL. So ``rewards/<name>/mean`` in the logs is raw and
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rlvr.config_utils import coerce
 from rlvr.errors import RlvrError
 from rlvr.registry import Registry
 
@@ -177,4 +179,15 @@ def build_reward(name: str, params: dict[str, Any] | None = None) -> RewardFunc:
     if unknown:
         valid = ", ".join(k for k in accepted) or "none"
         raise RlvrError(f"reward '{name}' has no parameter '{unknown[0]}'; its parameters: {valid}.")
-    return factory(**params)
+    return factory(**_typed(name, factory, params))
+
+
+def _typed(name: str, factory: RewardFactory, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` checked against the factory's bool/int/float/str annotations, as recipe fields are: a YAML
+    ``with_finding: maybe`` is one clear error, not a truthy string. A factory whose hints cannot be read (a
+    plug-in's) takes its values as given."""
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # noqa: BLE001 - unresolvable annotations of a user's factory: nothing to check against
+        return params
+    return {key: coerce(value, hints.get(key, Any), f"reward '{name}': '{key}'") for key, value in params.items()}
