@@ -146,6 +146,17 @@ def test_cli_audit_skips_keyword_probes_for_a_rubric_they_were_not_written_for(t
     assert f"skipping keywords: its probes are written for the built-in clinical rubric, and the rewards use {rubric}" in captured.out
 
 
+def test_cli_audit_probes_a_recipe_with_the_diagnosis_reward_alone_around_a_vignette(tmp_path, capsys):
+    recipe = tmp_path / "diagnosis.yaml"
+    recipe.write_text("base: keywords-named-12-cited-cpu-smollm2\nname: diagnosis-alone\n"
+                      "rewards:\n  - {name: diagnosis, weight: 2.0, with_finding: true}\n")
+    main(["reward", "audit", "--recipe", str(recipe)])
+    out = capsys.readouterr().out
+    honest = next(line for line in out.splitlines() if line.startswith("honest_correct"))
+    assert "per-item probes around" in out and "diagnosis scored no probe" not in out
+    assert honest.split()[2:4] == ["+2.000", "+2.000"]
+
+
 def test_cli_audit_applies_grpo_reward_weights_to_the_task_defaults(capsys):
     assert main(["reward", "audit", "--task", "gsm8k", "--set", "rewards=[]", "--set", "grpo.reward_weights=[0.0, 1.0]"]) == 1
     assert "EXPLOIT" in capsys.readouterr().out  # without the format reward, a bare answer line pays in full

@@ -151,7 +151,7 @@ def run_audit(args: argparse.Namespace) -> int:
                       f"use {own}; audit that rubric with your own honest and hacked completions "
                       f"(rlvr reward score --task keywords --rubric {own}).\n")
                 continue
-            if any(spec["name"] == "keywords" and spec.get("per_item") for spec in specs):
+            if any(_judges_per_item(spec) for spec in specs):
                 probe_set = _keyword_item_probes(recipe)
         missing = sorted({spec["name"] for spec in specs if not _available(spec["name"])})
         if missing:
@@ -169,6 +169,12 @@ def run_audit(args: argparse.Namespace) -> int:
     if not audited:
         raise RlvrError("no task could be audited: see why above.")
     return 1 if failed else 0
+
+
+def _judges_per_item(spec: dict[str, Any]) -> bool:
+    """Whether a reward reads the vignette's condition and findings: the per-item ``keywords`` rubric, and
+    ``diagnosis`` always (it scores nothing on a probe without a condition)."""
+    return spec["name"] == "diagnosis" or (spec["name"] == "keywords" and bool(spec.get("per_item")))
 
 
 def _probe_set_name(name: str, probe_sets: dict[str, Any]) -> str | None:
