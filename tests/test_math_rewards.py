@@ -77,9 +77,9 @@ def test_a_reward_parameter_of_the_wrong_type_is_one_clear_error():
         build_reward("correctness", {"tolerance": "tight"})
 
 
-def test_a_reward_parameter_given_as_text_takes_its_annotated_type():
-    reward = build_reward("correctness", {"tolerance": "0.5"})
-    assert reward(["#### The final answer is 10.4"], final_answer=["10"]) == [1.0]
+def test_a_whole_number_is_a_number_for_a_reward_parameter():
+    reward = build_reward("correctness", {"tolerance": 1})
+    assert reward(["#### The final answer is 10.5"], final_answer=["10"]) == [1.0]
 
 
 def test_registry_lists_the_math_rewards():

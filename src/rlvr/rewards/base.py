@@ -23,12 +23,13 @@ applied once by TRL. So ``rewards/<name>/mean`` in the logs is raw and
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlvr.config_utils import coerce
 from rlvr.errors import RlvrError
 from rlvr.registry import Registry
 
@@ -179,15 +180,46 @@ def build_reward(name: str, params: dict[str, Any] | None = None) -> RewardFunc:
     if unknown:
         valid = ", ".join(k for k in accepted) or "none"
         raise RlvrError(f"reward '{name}' has no parameter '{unknown[0]}'; its parameters: {valid}.")
-    return factory(**_typed(name, factory, params))
+    wrong = _wrong_type(name, factory, params)
+    if wrong is None:
+        return factory(**params)
+    with contextlib.suppress(TypeError, ValueError):
+        factory(**params)  # a reward that checks its own values raises its own, more precise, line here
+    raise RlvrError(wrong)
 
 
-def _typed(name: str, factory: RewardFactory, params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` checked against the factory's bool/int/float/str annotations, as recipe fields are: a YAML
-    ``with_finding: maybe`` is one clear error, not a truthy string. A factory whose hints cannot be read (a
-    plug-in's) takes its values as given."""
+def _wrong_type(name: str, factory: RewardFactory, params: dict[str, Any]) -> str | None:
+    """The line naming the first parameter whose value does not fit the factory's bool/int/float/str annotation
+    (a YAML ``with_finding: maybe`` would otherwise run as a truthy string), else None; a factory whose hints
+    cannot be read (a plug-in's) is taken as given."""
     try:
         hints = typing.get_type_hints(factory)
     except Exception:  # noqa: BLE001 - unresolvable annotations of a user's factory: nothing to check against
-        return params
-    return {key: coerce(value, hints.get(key, Any), f"reward '{name}': '{key}'") for key, value in params.items()}
+        return None
+    for key, value in params.items():
+        hint = hints.get(key, Any)
+        if not _fits(value, hint):
+            return f"reward '{name}': '{key}' must be {_kind(hint)}, got {value!r}."
+    return None
+
+
+_KINDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return (value is None and len(options) < len(typing.get_args(hint))) or any(_fits(value, a) for a in options)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint in (int, float):
+        return isinstance(value, (int, float) if hint is float else int) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True
+
+
+def _kind(hint: Any) -> str:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_kind(a) for a in typing.get_args(hint) if a is not type(None))
+    return _KINDS.get(hint, getattr(hint, "__name__", str(hint)))
