@@ -77,6 +77,11 @@ def test_a_reward_parameter_of_the_wrong_type_is_one_clear_error():
         build_reward("correctness", {"tolerance": "tight"})
 
 
+def test_a_reward_spec_passed_as_its_name_says_where_the_parameters_go():
+    with pytest.raises(RlvrError, match="named by a string .* parameters go beside it"):
+        build_reward({"name": "correctness", "tolerance": 0.1})
+
+
 def test_a_whole_number_is_a_number_for_a_reward_parameter():
     reward = build_reward("correctness", {"tolerance": 1})
     assert reward(["#### The final answer is 10.5"], final_answer=["10"]) == [1.0]

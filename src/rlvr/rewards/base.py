@@ -152,6 +152,9 @@ def reward_weights(specs: Sequence[dict[str, Any]], grpo_weights: Sequence[float
 
 def reward_factory(name: str) -> RewardFactory:
     """The factory for reward ``name``: built in, else a plug-in's entry point or an import path (checked)."""
+    if not isinstance(name, str):
+        raise RlvrError(f"a reward is named by a string such as 'keywords', got {type(name).__name__} {name!r}; "
+                        "its parameters go beside it: build_reward('keywords', {'per_item': True}).")
     if name in REWARDS:
         return REWARDS.get(name)
     from rlvr.rewards.checked import plugin_factory, plugin_reward
