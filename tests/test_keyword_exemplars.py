@@ -7,7 +7,7 @@ import pytest
 from rlvr.errors import RlvrError
 from rlvr.rewards.keywords import item_of, judge_completion
 from rlvr.tasks import get_task
-from rlvr.tasks.note_exemplars import BUILTIN_NOTES, load_exemplar_notes
+from rlvr.tasks.note_exemplars import BUILTIN_SETS, load_exemplar_notes
 from rlvr.verifiers.conditions import findings_in
 from rlvr.verifiers.keyword_rubric import load_rubric
 
@@ -19,13 +19,26 @@ def write_lines(path, rows):
     return str(path)
 
 
-def test_every_built_in_example_note_earns_full_credit_for_its_own_vignette():
-    rows = [json.loads(line) for line in open(BUILTIN_NOTES, encoding="utf-8")]
+@pytest.mark.parametrize("name", sorted(BUILTIN_SETS))
+def test_every_built_in_example_note_earns_full_credit_for_its_own_vignette(name):
+    rows = [json.loads(line) for line in open(BUILTIN_SETS[name], encoding="utf-8")]
     assert {row["condition"] for row in rows} == CONDITIONS
     for row in rows:
         item = item_of({"condition": row["condition"], "question": row["prompt"],
                         "findings": findings_in(row["prompt"], row["condition"])})
         assert judge_completion(row["completion"], load_rubric(None), None, item).score == 1.0
+
+
+def test_name_first_notes_are_the_built_in_vignettes_with_the_diagnosis_in_their_opening_words():
+    findings_first, name_first = load_exemplar_notes("builtin"), load_exemplar_notes("name-first")
+    assert [n.prompt for n in name_first] == [n.prompt for n in findings_first]
+    assert all(n.completion.startswith("The most likely diagnosis is ") for n in name_first)
+    assert not any(n.completion.startswith("The most likely diagnosis is ") for n in findings_first)
+
+
+def test_a_recipe_can_show_the_name_first_note():
+    row = get_task("keywords", {"shots": 1, "exemplars": "name-first"}).load("train")[0]
+    assert row["prompt"][1]["content"] == load_exemplar_notes("name-first")[0].completion
 
 
 def test_without_shots_a_chat_prompt_is_one_user_turn():
@@ -69,6 +82,7 @@ def test_example_notes_can_come_from_a_user_file(tmp_path):
     ({"shots": 3}, "holds 2 example notes"),
     ({"shots": -1}, "whole number"),
     ({"shots": 1, "exemplars": "no-such-notes.jsonl"}, "no such file"),
+    ({"shots": 1, "exemplars": "name_first"}, r"built-in set \(builtin, name-first\)"),
 ])
 def test_bad_shots_or_exemplars_are_one_clear_error(options, message):
     with pytest.raises(RlvrError, match=message):

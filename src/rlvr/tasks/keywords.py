@@ -22,8 +22,9 @@ vignettes) that is the test split, whole; prompts sharing its text are then
 dropped from train and validation.
 
 ``shots: N`` puts N worked example notes (a vignette and a full-credit note each,
-from ``exemplars``: the built-in cellulitis and gout notes, or a JSONL file) before
-every prompt as earlier turns (:mod:`rlvr.tasks.note_exemplars`).
+from ``exemplars``: the built-in cellulitis and gout notes, findings first or
+``name-first``, or a JSONL file) before every prompt as earlier turns
+(:mod:`rlvr.tasks.note_exemplars`).
 
 ``per_item: true`` makes full credit also depend on the vignette: the note must
 name the row's condition (a ``condition`` field: a slug of the condition table,
@@ -105,8 +106,9 @@ class KeywordsTask(Task):
     #: Worked example notes before each prompt, as earlier turns of the conversation (0: none): a vignette and a
     #: full-credit note each, taken in order from ``exemplars``. Rows whose prompt is an example's are dropped.
     shots: int = 0
-    #: Where the example notes come from: "builtin" (two written for rlvr, of cellulitis and gout) or a JSONL
-    #: file with a prompt and a completion per line.
+    #: Where the example notes come from: "builtin" (two written for rlvr, of cellulitis and gout, findings
+    #: first), "name-first" (the same notes opening with the diagnosis) or a JSONL file with a prompt and a
+    #: completion per line.
     exemplars: str = BUILTIN_EXEMPLARS
 
     name = "keywords"

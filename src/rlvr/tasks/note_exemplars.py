@@ -2,9 +2,13 @@
 as an earlier turn before the prompt, so a small model sees the whole note it is asked for (diagnosis with its
 findings, treatment, follow-up) and where to stop.
 
-The built-in notes (``rlvr/data/keywords/exemplar_notes.jsonl``, written for rlvr) are of cellulitis and gout, so a
-note that copies the example's diagnosis names a condition the vignette does not have, and the per-item check
-counts it as another condition named. A user's file has one ``{"prompt": ..., "completion": ...}`` object per line.
+The built-in notes (written for rlvr, under ``rlvr/data/keywords/``) are of cellulitis and gout, so a note that
+copies the example's diagnosis names a condition the vignette does not have, and the per-item check counts it as
+another condition named. Two sets hold the same vignettes and the same facts in a different order: ``builtin``
+opens with the findings and reaches the diagnosis mid-sentence ("The hot, red and swollen skin ... makes
+cellulitis the most likely diagnosis"); ``name-first`` opens with it ("The most likely diagnosis is cellulitis,
+given ..."). Which one a small model is shown changes how often it names the condition at all (BENCHMARKS.md).
+A user's file has one ``{"prompt": ..., "completion": ...}`` object per line.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ from typing import Any
 from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 
-BUILTIN_NOTES = Path(__file__).resolve().parent.parent / "data" / "keywords" / "exemplar_notes.jsonl"
+_DATA = Path(__file__).resolve().parent.parent / "data" / "keywords"
+BUILTIN_NOTES = _DATA / "exemplar_notes.jsonl"
 #: ``exemplars`` value naming the built-in notes rather than a file.
 BUILTIN = "builtin"
+#: The built-in sets by name: findings first (the default), or the diagnosis named in the opening words.
+BUILTIN_SETS = {BUILTIN: BUILTIN_NOTES, "name-first": _DATA / "exemplar_notes_name_first.jsonl"}
 
 
 @dataclass(frozen=True)
@@ -28,11 +35,13 @@ class ExemplarNote:
 
 
 def load_exemplar_notes(source: str) -> list[ExemplarNote]:
-    """The notes of ``source`` ("builtin" or a JSONL path); one clear line when the file is missing or malformed."""
-    path = BUILTIN_NOTES if source == BUILTIN else Path(str(source)).expanduser()
+    """The notes of ``source`` (a built-in set's name or a JSONL path); one clear line when the file is missing or
+    malformed."""
+    path = BUILTIN_SETS.get(source) or Path(str(source)).expanduser()
     if not path.is_file():
-        raise RlvrError(f"keywords exemplars '{source}': no such file; use {BUILTIN} or the path of a JSONL file "
-                        "with a prompt and a completion per line.")
+        names = ", ".join(BUILTIN_SETS)
+        raise RlvrError(f"keywords exemplars '{source}': no such file; use a built-in set ({names}) or the path of "
+                        "a JSONL file with a prompt and a completion per line.")
     notes = []
     for number, row in enumerate(read_jsonl(path, required=("prompt", "completion")), start=1):
         values = [row[key] for key in ("prompt", "completion")]
