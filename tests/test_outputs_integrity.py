@@ -166,6 +166,26 @@ def test_a_run_that_ended_cleanly_leaves_nothing_to_take_over(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_run_that_fails_before_writing_leaves_no_empty_folder(tmp_path):
+    fresh = tmp_path / "outputs" / "run"
+    with pytest.raises(RlvrError), runlock.holding(fresh, "rlvr train"):
+        raise RlvrError("a bad option")
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_an_existing_output_folder_is_kept_even_when_empty(tmp_path):
+    with runlock.holding(tmp_path, "rlvr train"):
+        pass
+    assert tmp_path.is_dir()
+
+
+def test_a_folder_the_run_wrote_into_is_kept(tmp_path):
+    fresh = tmp_path / "run"
+    with runlock.holding(fresh, "rlvr train"):
+        (fresh / "summary.json").write_text("{}")
+    assert (fresh / "summary.json").is_file()
+
+
 def test_the_lock_is_reentrant_within_one_process(tmp_path):
     with runlock.holding(tmp_path, "rlvr experiment"), runlock.holding(tmp_path / ".", "rlvr train"):
         assert (tmp_path / runlock.LOCK_FILE).exists()

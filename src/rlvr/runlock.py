@@ -37,6 +37,7 @@ def holding(output_dir: str | Path, command: str) -> Iterator[None]:
     if key in _held or not main_rank():
         yield
         return
+    created = _missing(directory)
     directory.mkdir(parents=True, exist_ok=True)
     fd = _acquire(directory / LOCK_FILE, command)
     _held[key] = fd
@@ -47,6 +48,25 @@ def holding(output_dir: str | Path, command: str) -> Iterator[None]:
         with contextlib.suppress(FileNotFoundError):
             (directory / LOCK_FILE).unlink()  # ended, even by an exception: no lock file, no "killed?" next time
         os.close(fd)  # releases the flock
+        _remove_if_empty(created)  # a run that failed before writing (a bad option) leaves no empty folders
+
+
+def _missing(directory: Path) -> list[Path]:
+    """The folders of ``directory``'s path that do not exist yet, deepest first."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty; the first one holding anything stops it."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _acquire(path: Path, command: str) -> int:
