@@ -113,12 +113,13 @@ def out_of_space(error: BaseException, directory: str | Path) -> bool:
     if "No space left" in str(error) or "Disk quota exceeded" in str(error):
         return True
     try:
-        return shutil.disk_usage(_existing(Path(directory))).free < 4 << 20
+        return shutil.disk_usage(existing_ancestor(Path(directory))).free < 4 << 20
     except OSError:
         return False
 
 
-def _existing(path: Path) -> Path:
+def existing_ancestor(path: Path) -> Path:
+    """``path`` itself when it exists, else its nearest ancestor that does."""
     while not path.exists() and path != path.parent:
         path = path.parent
     return path

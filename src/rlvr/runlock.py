@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import socket
@@ -23,6 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from rlvr.atomic import existing_ancestor
 from rlvr.errors import RlvrError
 
 LOCK_FILE = ".rlvr.lock"
@@ -53,11 +55,8 @@ def holding(output_dir: str | Path, command: str) -> Iterator[None]:
 
 def _missing(directory: Path) -> list[Path]:
     """The folders of ``directory``'s path that do not exist yet, deepest first."""
-    missing = []
-    while not directory.exists() and directory != directory.parent:
-        missing.append(directory)
-        directory = directory.parent
-    return missing
+    existing = existing_ancestor(directory)
+    return list(itertools.takewhile(lambda folder: folder != existing, (directory, *directory.parents)))
 
 
 def _remove_if_empty(folders: list[Path]) -> None:

@@ -21,11 +21,10 @@ from rlvr.errors import RlvrError
 from rlvr.jsonl import read_jsonl
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "keywords"
-BUILTIN_NOTES = _DATA / "exemplar_notes.jsonl"
-#: ``exemplars`` value naming the built-in notes rather than a file.
+#: ``exemplars`` value naming the default built-in notes rather than a file.
 BUILTIN = "builtin"
 #: The built-in sets by name: findings first (the default), or the diagnosis named in the opening words.
-BUILTIN_SETS = {BUILTIN: BUILTIN_NOTES, "name-first": _DATA / "exemplar_notes_name_first.jsonl"}
+BUILTIN_SETS = {BUILTIN: _DATA / "exemplar_notes.jsonl", "name-first": _DATA / "exemplar_notes_name_first.jsonl"}
 
 
 @dataclass(frozen=True)
