@@ -10,6 +10,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# model.dtype auto means bf16 on a CPU with bf16 units (rlvr.precision): the suite runs float32 wherever it runs, so
+# its tolerances do not depend on the machine; tests of bf16 ask for it (RLVR_CPU_BF16=1 emulates such a CPU).
+os.environ.setdefault("RLVR_CPU_BF16", "0")
 
 # Problems written for rlvr's tests (not GSM8K items), in GSM8K's format.
 FIXTURE_PROBLEMS = [

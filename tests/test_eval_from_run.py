@@ -76,3 +76,17 @@ def test_without_a_run_recipe_the_defaults_apply():
 def test_another_task_on_the_command_line_ignores_the_run_task_options(run_dir):
     values, _ = merge(read_settings(run_dir / "recipe.yaml"), {"task": "gsm8k", "task_options": {}, "models": []})
     assert values["task"] == "gsm8k" and values["task_options"] == {}
+
+
+def test_eval_takes_the_precision_the_run_trained_in_unless_told(tmp_path):
+    from rlvr.evaluation.from_run import merge, read_settings
+
+    run = tmp_path / "run"
+    (run / "adapter").mkdir(parents=True)
+    (run / "recipe.yaml").write_text("name: r\nmodel: {name_or_path: m, dtype: auto}\ntask: {name: gsm8k}\n")
+    (run / "summary.json").write_text(json.dumps({"precision": {"dtype": "bfloat16", "requested": "auto"}}))
+    settings = read_settings(run / "recipe.yaml")
+    assert merge(settings, {"dtype": None})[0]["dtype"] == "bfloat16"
+    assert merge(settings, {"dtype": "float32"})[0]["dtype"] == "float32"  # --dtype wins
+    (run / "summary.json").write_text("{}")  # a run from before precisions were recorded: its recipe's dtype
+    assert merge(read_settings(run / "recipe.yaml"), {"dtype": None})[0]["dtype"] == "auto"

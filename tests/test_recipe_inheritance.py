@@ -29,7 +29,7 @@ def test_sections_merge_key_by_key_over_the_base(tmp_path, default):
         "model: {lora_r: 8}\n"
         "grpo: {learning_rate: 1.0e-4, gradient_checkpointing_kwargs: {use_reentrant: false}}\n"
         "run: {test_items: 50}\n")))
-    assert recipe.model.lora_r == 8 and recipe.model.dtype == "float32"  # dtype: the base's
+    assert recipe.model.lora_r == 8 and recipe.model.dtype == "auto"  # dtype: the base's
     assert recipe.grpo["learning_rate"] == 1.0e-4 and recipe.grpo["max_steps"] == default.grpo["max_steps"]
     assert recipe.run.test_items == 50 and recipe.run.keep_best and recipe.run.eval_items == default.run.eval_items
     assert recipe.task == default.task and recipe.rewards == default.rewards  # not given: the base's

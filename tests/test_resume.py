@@ -62,7 +62,7 @@ def runs(tiny_model_dir, tmp_path_factory):
     whole, killed = root / "whole", root / "killed"
     train(load_recipe(None, settings(tiny_model_dir, whole, db)), quiet=True)
     done = subprocess.run([sys.executable, "-c", KILLED_RUN, "2", *settings(tiny_model_dir, killed, db)],
-                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "RLVR_CPU_BF16": "0"},
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, done.stderr[-2000:]
     assert (killed / "checkpoint-2" / STATE_FILE).is_file() and not (killed / "summary.json").exists()
@@ -113,7 +113,7 @@ def test_a_fresh_run_after_a_kill_closes_the_killed_run(tiny_model_dir, tmp_path
 
     db, out = tmp_path / "mlflow.db", tmp_path / "out"
     done = subprocess.run([sys.executable, "-c", KILLED_RUN, "2", *settings(tiny_model_dir, out, db), "grpo.max_steps=2", "run.eval_items=0"],
-                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+                          env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "RLVR_CPU_BF16": "0"},
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == -9, done.stderr[-2000:]
     train(load_recipe(None, [*settings(tiny_model_dir, out, db), "grpo.max_steps=1", "run.eval_items=0"]), quiet=True)

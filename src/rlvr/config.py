@@ -131,8 +131,9 @@ class RunConfig:
     max_prompt_tokens: int | None = None
     #: Most completions per piece of the loss (rlvr.training.chunked_loss): a prompt group with more is split, each
     #: piece back-propagated on its own, its prompt run once for all pieces on the shared-prompt path (exact; less
-    #: memory). 0: whole groups.
-    loss_chunk_rows: int = 0
+    #: memory). 0: whole groups. auto: 2 with float32 weights, 4 with bf16 or float16 ones (their activations are
+    #: half the size: the same memory, half the passes; rlvr.precision).
+    loss_chunk_rows: int | str = 0
     #: Seconds one call of the user's code may take (rlvr.timeouts): a reward by import path or plug-in (one call
     #: scores a whole batch of completions: the run stops with one line naming it) or a checker (one completion: that
     #: item is judged wrong and counted). 0 or null: no limit.
@@ -167,7 +168,12 @@ class RunConfig:
         if self.keep_best and self.eval_split != "validation":
             raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
                             "test items would bias the test verdict.")
-        for name, least in (("loss_chunk_rows", 0), ("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
+        rows = self.loss_chunk_rows
+        if isinstance(rows, str) and rows.strip().isdigit():
+            rows = self.loss_chunk_rows = int(rows)
+        if rows != "auto" and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+            raise RlvrError(f"run.loss_chunk_rows must be an integer >= 0 or auto, got {rows!r}.")
+        for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
                             ("probe_items", 0), ("eval_max_new_tokens", 1),
                             ("eval_batch_size", 1), ("sweep_items", 1)):
             value = getattr(self, name)

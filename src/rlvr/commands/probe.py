@@ -43,11 +43,13 @@ def run(args: argparse.Namespace) -> int:
     task = get_task(recipe.task_name, recipe.task_options)
     try:
         rows, gold_read = prepare(task, recipe, args.items)  # bad items or unreadable gold: before loading the model
-        model, tokenizer = _base_model(recipe)
+        model, tokenizer, precision = _base_model(recipe)
         print(f"rlvr: probing {recipe.model.name_or_path} on the first {len(rows)} training prompts of "
               f"{recipe.task_name}", flush=True)
+        print(precision.line(), flush=True)  # training's precision: the probe predicts what training will see
         result = probe(model, tokenizer, task, recipe, rows, args.batch_size or recipe.run.eval_batch_size,
                        gold_read, progress=True)
+        result.info["precision"] = precision.dtype
     finally:
         task.close()
     output = Path(args.output) if args.output else recipe.output_dir / "probe.json"
@@ -58,13 +60,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _base_model(recipe: Any) -> tuple[Any, Any]:
-    """The recipe's base model (LoRA not applied) and tokenizer, with its chat format as training sets it."""
-    from rlvr.models import apply_chat_format, load_model, load_tokenizer, resolve_model
+def _base_model(recipe: Any) -> tuple[Any, Any, Any]:
+    """The recipe's base model (LoRA not applied) in training's precision, tokenizer, with its chat format as
+    training sets it, and that precision."""
+    from rlvr.models import apply_chat_format, load_model, load_tokenizer, model_precision, resolve_model
 
     model_path = resolve_model(recipe.model.name_or_path)
-    tokenizer, model = load_tokenizer(model_path), load_model(model_path, recipe)
+    precision = model_precision(recipe.model)
+    tokenizer, model = load_tokenizer(model_path), load_model(model_path, recipe, precision)
     if recipe.model.chat_format:
         apply_chat_format(model, tokenizer, recipe.model.chat_format)
     model.eval()
-    return model, tokenizer
+    return model, tokenizer, precision

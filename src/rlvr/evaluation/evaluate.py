@@ -157,6 +157,10 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     backend_name = choose_backend(config.backend)
     from rlvr.models import resolve_model
 
+    precision = eval_precision(config.dtype, backend_name)
+    if config.progress and precision:
+        print(precision.line(), file=sys.stderr, flush=True)
+
     for spec in config.models:  # a missing model or adapter is reported before any data is read
         resolve_model(spec.model)
         if spec.adapter:
@@ -217,8 +221,19 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         warnings=notes,
         settings_from=config.settings_from,
         overlap=split_overlap(config.task, config.task_options),
+        precision=precision.summary() if precision else {"dtype": config.dtype, "backend": backend_name},
     )
     return EvalResult(records, summary)
+
+
+def eval_precision(dtype: str, backend: str) -> Any:
+    """The precision the models are evaluated in (``rlvr.precision``); None for vLLM, which chooses its own."""
+    if backend != "hf":
+        return None
+    from rlvr.config import ModelConfig
+    from rlvr.models import model_precision
+
+    return model_precision(ModelConfig(dtype=dtype), evaluating=True)
 
 
 def _item_selection(limit: int | None, evaluated: int) -> str:

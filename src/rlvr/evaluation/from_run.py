@@ -3,8 +3,9 @@
 ``rlvr train`` writes ``recipe.yaml`` beside ``adapter/``. When ``rlvr eval`` is
 given ``--adapter RUN_DIR/adapter``, it takes from that recipe the task and its
 options (shots, generator options, chat, ...), the base model, the number of
-test items (``run.test_items``) and the generation limit and batch size of the
-run's evaluation, so base vs trained shows the gain the run printed. Anything
+test items (``run.test_items``), the generation limit and batch size of the
+run's evaluation, and the precision it trained in (``summary.json``'s ``precision``: bf16 weights stay bf16), so
+base vs trained shows the gain the run printed. Anything
 given on the command line overrides the recipe, and the command says which
 settings it took from where.
 """
@@ -32,6 +33,7 @@ class RunSettings:
     max_new_tokens: int | None = None
     batch_size: int | None = None
     limits: dict[str, Any] = field(default_factory=dict)  # run.user_code_timeout / task_load_timeout, as the recipe says
+    dtype: str | None = None  # the precision the run trained in (summary.json), else the recipe's model.dtype
 
 
 def recipe_of(adapter: str) -> Path | None:
@@ -62,7 +64,19 @@ def read_settings(recipe_path: Path) -> RunSettings:
         max_new_tokens=run.get("eval_max_new_tokens"),
         batch_size=run.get("eval_batch_size"),
         limits={key: run[key] for key in ("user_code_timeout", "task_load_timeout") if key in run},
+        dtype=trained_dtype(recipe_path.parent) or model.get("dtype"),
     )
+
+
+def trained_dtype(run_dir: Path) -> str | None:
+    """The weights' dtype the run trained in, as its summary.json records it (``precision.dtype``)."""
+    import json
+
+    try:
+        precision = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("precision") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return precision.get("dtype") if isinstance(precision, dict) else None
 
 
 def settings_from_runs(adapters: list[str]) -> RunSettings | None:
@@ -86,12 +100,13 @@ def describe(settings: RunSettings, taken: list[str]) -> str:
 
 
 #: Defaults of `rlvr eval` where neither the command line nor a run's recipe says.
-DEFAULTS = {"task": "gsm8k", "max_new_tokens": 256, "batch_size": 16}
+DEFAULTS = {"task": "gsm8k", "max_new_tokens": 256, "batch_size": 16, "dtype": "auto"}
 
 
 def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Command-line values (``given``: task, task_options, models, limit, max_new_tokens, batch_size; None = not
-    given) completed from the run's settings, then from ``DEFAULTS``. Returns the values and what came from the run.
+    """Command-line values (``given``: task, task_options, models, limit, max_new_tokens, batch_size, dtype; None =
+    not given) completed from the run's settings, then from ``DEFAULTS``. Returns the values and what came from the
+    run.
     """
     values = dict(given)
     taken: list[str] = []
@@ -104,7 +119,8 @@ def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str
         values["task_options"] = {**settings.task_options, **(values.get("task_options") or {})}
         shown = ", ".join(f"{k}={v}" for k, v in settings.task_options.items() if k not in (given.get("task_options") or {}))
         taken.append(f"task {settings.task} ({shown})")
-    for key, label in (("limit", "up to {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}")):
+    for key, label in (("limit", "up to {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}"),
+                       ("dtype", "{} weights")):
         if values.get(key) is None and getattr(settings, key) is not None:
             values[key] = getattr(settings, key)
             taken.append(label.format(values[key]))

@@ -82,6 +82,7 @@ def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
         fit_model_to_tokenizer,
         load_model,
         load_tokenizer,
+        model_precision,
         resolve_model,
     )
 
@@ -89,7 +90,8 @@ def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
         adapter_config(spec.adapter)  # a bad adapter path fails before the model loads
     path = resolve_model(spec.model)
     tokenizer = load_tokenizer(adapter_tokenizer_dir(spec.adapter) or path)
-    model = load_model(path, SimpleNamespace(model=ModelConfig(name_or_path=spec.model, dtype=dtype, lora=False)))
+    config = ModelConfig(name_or_path=spec.model, dtype=dtype, lora=False)
+    model = load_model(path, SimpleNamespace(model=config), model_precision(config, evaluating=True))
     if spec.adapter:
         if adapter_tokenizer_dir(spec.adapter):  # trained with this tokenizer: its end token, any tokens it added
             fit_model_to_tokenizer(model, tokenizer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from transformers import ProgressCallback, TrainerCallback
@@ -71,18 +72,31 @@ class ConsoleCallback(ProgressCallback):
 
 
 class SharedPromptCallback(TrainerCallback):
-    """Records which path (shared prompt or TRL's per-row) rollouts and loss take as MLflow params."""
+    """Records which path (shared prompt or TRL's per-row) rollouts and loss take, and the precision (the weights'
+    dtype and why), as MLflow params."""
 
     def __init__(self, trainer: Any):
         self.trainer = trainer
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        import sys
-
         if "mlflow" not in sys.modules or not state.is_world_process_zero:
             return
         import mlflow
 
         if mlflow.active_run() is not None:
             paths = self.trainer.shared_prompt.summary()
-            mlflow.log_params({f"rlvr.shared_prompt.{half}": path for half, path in paths.items()})
+            params = {f"rlvr.shared_prompt.{half}": path for half, path in paths.items()}
+            precision = getattr(self.trainer, "rlvr_precision", None)
+            if precision is not None:
+                params.update({f"rlvr.precision.{key}": value for key, value in precision.summary().items()})
+            mlflow.log_params(_not_yet_logged(mlflow, params))
+
+
+def _not_yet_logged(mlflow: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` less those the active run already has (a resumed run continues its MLflow run, whose params cannot
+    change); a value that did change (resumed on another machine, in another precision) is said in one line."""
+    logged = mlflow.get_run(mlflow.active_run().info.run_id).data.params
+    for key in sorted(k for k in params if k in logged and logged[k] != str(params[k])):
+        print(f"rlvr: warning: {key} is {params[key]} in this part of the run, {logged[key]} in the part before "
+              "(MLflow keeps the first).", file=sys.stderr, flush=True)
+    return {key: value for key, value in params.items() if key not in logged}

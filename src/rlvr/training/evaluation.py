@@ -104,7 +104,8 @@ class EvalCallback(TrainerCallback):
         trainer = self.trainer
         sampling = Sampling(max_new_tokens=self.max_new_tokens)
         shots = self.task.shots if self.task.takes_shots else None  # code tasks take no exemplars
-        with whole_model(trainer) as model, merged_adapter(model, trainer):
+        # In place (bf16: given back exactly, no copies): evaluation is the run's memory peak, rollouts its hot path.
+        with whole_model(trainer) as model, merged_adapter(model, trainer, in_place=True):
             backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                                 stop_strings=self.task.stop_strings)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
@@ -189,23 +190,22 @@ def whole_model(trainer: Any) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def merged_adapter(model: Any, trainer: Any) -> Iterator[None]:
+def merged_adapter(model: Any, trainer: Any, in_place: bool = False) -> Iterator[None]:
     """LoRA weights merged into the base weights while evaluating or decoding rollouts, as ``rlvr eval`` merges a saved adapter.
 
     Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
-    equal those ``rlvr eval --adapter`` builds from the saved adapter. Unmerged afterwards, so training goes on
-    with the adapter separate. Left alone under DeepSpeed (partitioned weights), for models without LoRA, and
-    for 4-bit models: merging rounds the update into NF4 and unmerging leaves the rounding in the base weights.
+    equal those ``rlvr eval --adapter`` builds from the saved adapter. Taken out afterwards, so training goes on
+    with the adapter separate, and bf16 base weights come back bit for bit (:func:`rlvr.models.lora_merged`;
+    ``in_place``: without copies of the merged weights, a little slower).
+    Left alone under DeepSpeed (partitioned weights), for models without LoRA, and for 4-bit models.
     """
-    mergeable = (hasattr(model, "merge_adapter") and not getattr(trainer, "is_deepspeed_enabled", False)
-                 and not getattr(model, "is_loaded_in_4bit", False))
-    if mergeable:
-        model.merge_adapter()
-    try:
+    from rlvr.models import lora_merged
+
+    if getattr(trainer, "is_deepspeed_enabled", False):
         yield
-    finally:
-        if mergeable:
-            model.unmerge_adapter()
+        return
+    with lora_merged(model, in_place):
+        yield
 
 
 def before_after_table(evaluations: list[dict[str, Any]]) -> str:

@@ -34,6 +34,7 @@ class TrainResult:
     overlap: dict[str, Any] | None = None  # questions shared between the task's splits (tasks.splits.overlap_report)
     kept_best: Any = None  # rlvr.training.best.KeepBest when run.keep_best chose the weights kept
     probe: dict[str, Any] | None = None  # the base model probed before training (run.probe_items): rlvr.training.probe
+    precision: dict[str, Any] | None = None  # the weights' dtype and why (rlvr.precision.Precision.summary)
 
     @property
     def reward_start(self) -> float | None:
@@ -88,6 +89,9 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     result.shared_prompt = trainer.shared_prompt.summary()
     result.overlap = trainer.rlvr_overlap
     result.test = test_verdict(trainer, result.overlap)
+    result.precision = trainer.rlvr_precision.summary()
+    if result.test:
+        result.test["precision"] = result.precision["dtype"]  # the verdict's evaluations ran the trained weights
     log_constant_baseline(trainer, output_dir, result.test)
     result.kept_best = KeepBest.of(trainer)
     result.probe = probed
@@ -159,8 +163,10 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         load_model,
         load_tokenizer,
         lora_config,
+        model_precision,
         resolve_model,
     )
+    from rlvr.precision import loss_piece_rows
     from rlvr.tasks import get_task
     from rlvr.training.best import KeepBest
     from rlvr.training.callbacks import ConsoleCallback, SharedPromptCallback
@@ -180,7 +186,8 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     # GRPOConfig first: under DeepSpeed ZeRO-3 it switches on zero.Init, so from_pretrained loads the
     # model already partitioned across processes instead of whole on every one.
     args = grpo_config(recipe, weights)
-    model = load_model(model_path, recipe)
+    precision = model_precision(recipe.model)
+    model = load_model(model_path, recipe, precision)
     if recipe.model.chat_format:
         apply_chat_format(model, tokenizer, recipe.model.chat_format)
     _configure_tracking(recipe, args)
@@ -198,15 +205,19 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         controls=controls_from(recipe),
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
-        loss_chunk_rows=recipe.run.loss_chunk_rows,
+        loss_chunk_rows=loss_piece_rows(recipe.run.loss_chunk_rows, precision),
     )
     adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
+    trainer.rlvr_precision = precision
     install_health(trainer, recipe, task)
     trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
         ConsoleCallback.install(trainer)
         if trainer.accelerator.is_main_process:
+            print(precision.line(), flush=True)
             print(trainer.shared_prompt.line(), flush=True)
+    if precision.warning and trainer.accelerator.is_main_process:
+        print(f"rlvr: warning: {precision.warning}", file=sys.stderr, flush=True)
     EvalCallback.install(trainer, recipe, task)  # validation diagnostics when run.eval_items > 0
     KeepBest.install(trainer, recipe)  # between the two: sees each validation result, restores before the test
     EvalCallback.install_test(trainer, recipe, task)  # the test verdict when run.test_items > 0
@@ -243,7 +254,9 @@ def grpo_config(recipe: Recipe, reward_weights: list[float] | None = None) -> An
     if on_cpu:
         for precision in ("bf16", "fp16"):
             if values.get(precision):
-                print(f"rlvr: warning: {precision} needs a GPU; training in float32 on CPU.", file=sys.stderr)
+                print(f"rlvr: warning: grpo.{precision} (mixed-precision autocast) needs a GPU and is off on a CPU; a "
+                      "CPU computes in bf16 with bf16 base weights instead (model.dtype: auto or bfloat16).",
+                      file=sys.stderr)
             values[precision] = False
         if values.get("tf32"):
             print("rlvr: warning: tf32 needs an Ampere or newer GPU; ignored on CPU.", file=sys.stderr)
@@ -413,6 +426,7 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
         "kept_best": result.kept_best.summary() if result.kept_best else None,
         "evaluations": [{k: v for k, v in e.items() if k != "verdicts"} for e in result.evaluations],
         "shared_prompt": result.shared_prompt,
+        "precision": result.precision,
     }
     if resumed_from:
         summary["resumed_from"] = str(resumed_from)

@@ -51,6 +51,7 @@ class SharedPromptPlan:
     rollouts: str | None
     loss: str | None
     chunks: str | None = None
+    piece_rows: int | None = None  # completions per piece when a group is cut (run.loss_chunk_rows), for the line
 
     def summary(self) -> dict[str, str]:
         paths = {half: SHARED if reason is None else f"trl per-row ({reason})"
@@ -60,7 +61,8 @@ class SharedPromptPlan:
 
     def line(self) -> str:
         paths = self.summary()
-        return f"rlvr: rollouts: {paths['rollouts']}; loss: {paths['loss']}, {paths['loss_batch']}"
+        pieces = f" in pieces of {self.piece_rows} completions" if self.piece_rows and self.chunks is None else ""
+        return f"rlvr: rollouts: {paths['rollouts']}; loss: {paths['loss']}, {paths['loss_batch']}{pieces}"
 
 
 def shared_token_logps(

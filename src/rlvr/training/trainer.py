@@ -19,6 +19,7 @@ import torch
 
 from rlvr import faults
 from rlvr.errors import RlvrError
+from rlvr.evaluation.attention import half_precision_attention
 from rlvr.evaluation.decoding import decode, supports_compaction, warpers_for
 from rlvr.evaluation.stopping import AnswerStop
 from rlvr.memory import release_memory
@@ -43,6 +44,7 @@ from rlvr.training.controls import (
     zero_variance_groups,
 )
 from rlvr.training.evaluation import merged_adapter
+from rlvr.training.half_precision import half_precision_lora
 from rlvr.training.health import batch_metrics
 from rlvr.training.shared_prompt import (
     SharedPromptPlan,
@@ -51,7 +53,7 @@ from rlvr.training.shared_prompt import (
     shared_token_logps,
 )
 from rlvr.training.top_completions import TopCompletions
-from rlvr.training.trl_compat import TrlHooks
+from rlvr.training.trl_compat import Float32Copies, TrlHooks, frozen_head_in_float32
 
 
 class RlvrGRPOTrainer(TrlHooks):
@@ -92,6 +94,8 @@ class RlvrGRPOTrainer(TrlHooks):
             raise RlvrError("run.zero_variance_groups=resample needs a single process; use 'drop' when distributed.")
         self.shared_prompt = SharedPromptPlan(self._why_not_shared_rollouts(), self._why_not_shared_loss(),
                                               why_not_chunked(self))
+        if self.loss_chunk_rows < self.num_generations:
+            self.shared_prompt.piece_rows = self.loss_chunk_rows
         self._shared_loss_checked = False
         self._split_group: SplitGroupPrompt | None = None  # the prompt of the group whose pieces the loss is running
         self.last_batch: dict[str, Any] | None = None  # the latest training batch, for samples and histograms
@@ -99,6 +103,7 @@ class RlvrGRPOTrainer(TrlHooks):
         self._scored: torch.Tensor | None = None
         self._resample_rng = random.Random(self.args.seed)
         self.top_completions = TopCompletions()  # the best-rewarded rollouts: the verdict's constant-completion candidates
+        self._head_copies = Float32Copies()  # float32 copies of the frozen LM head's bf16 weight (loss backward, CPU)
 
     # --- which path: shared prompt or TRL's per-row one --------------------------------------------------------
 
@@ -210,7 +215,13 @@ class RlvrGRPOTrainer(TrlHooks):
 
     def training_step(self, model, inputs, num_items_in_batch):  # noqa: ANN001, ANN201
         start = time.perf_counter()
-        output = super().training_step(model, inputs, num_items_in_batch)
+        # bf16 on a CPU: the head's weight widened once, not per tile; attention by grouped matmuls, not SDPA's kernel
+        try:
+            with (frozen_head_in_float32(self._head_copies),
+                  half_precision_attention(self.accelerator.unwrap_model(model))):
+                output = super().training_step(model, inputs, num_items_in_batch)
+        finally:
+            self._head_copies.clear()  # kept for the step's loss pieces only, not through generation and evaluation
         self._timings["step"] += time.perf_counter() - start
         if self.micro_step % self.current_gradient_accumulation_steps == 0:
             split = self._timings
@@ -286,8 +297,14 @@ class RlvrGRPOTrainer(TrlHooks):
         return logps, entropies, None
 
     def _shared_loss_agrees(self, model, input_ids, attention_mask, logits_to_keep, trl) -> bool:  # noqa: ANN001
-        """Once per run: compare the shared-prompt log-probs with TRL's on a real batch; fall back if they differ."""
-        with torch.no_grad():
+        """Once per run: compare the shared-prompt log-probs with TRL's on a real batch; fall back if they differ.
+
+        Both run with the weights in float32 (bf16 ones widened for the check, exactly restored after): what is
+        checked is that the two computations are the same one, which in bf16 would be hidden by its rounding
+        (two orders of the same bf16 sums differ by up to ~0.5 in a log-prob)."""
+        from rlvr.models import float32_weights
+
+        with torch.no_grad(), float32_weights(model), torch.autocast(model.device.type, enabled=False):
             shared = shared_token_logps(model, input_ids, attention_mask, logits_to_keep, False,
                                         self.accelerator.autocast)
             if shared is None:
@@ -304,6 +321,10 @@ class RlvrGRPOTrainer(TrlHooks):
         return False
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001, ANN201
+        with half_precision_lora(self.accelerator.unwrap_model(model)):
+            return self._loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def _loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001, ANN201
         learning = model.training and torch.is_grad_enabled()
         if learning and self.shared_prompt.chunks is None:
             return self._loss_by_group(model, inputs)

@@ -17,10 +17,11 @@ mismatch raises :class:`rlvr.errors.RlvrError` with one line.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -215,3 +216,60 @@ class TrlHooks(GRPOTrainer):
         ``extra_inputs`` is True when TRL passes images or asks for a MoE auxiliary loss.
         """
         return trl()
+
+
+# ----------------------------------------------------------------------------- the fused LM head on a CPU, in bf16
+
+
+class Float32Copies:
+    """Float32 copies of frozen half-precision tensors (the LM head's weight), made once and reused while the
+    tensor is unchanged (same storage, offset, shape and version counter). At most ``size`` are kept."""
+
+    def __init__(self, size: int = 4):
+        self.size = size
+        self.copies: dict[tuple[Any, ...], Any] = {}
+
+    def of(self, tensor: Any) -> Any:
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
+               tuple(tensor.stride()), tensor._version)
+        copy = self.copies.pop(key, None)
+        if copy is None:
+            copy = tensor.float()
+        self.copies[key] = copy  # most recently used last
+        while len(self.copies) > self.size:
+            self.copies.pop(next(iter(self.copies)))
+        return copy
+
+    def clear(self) -> None:
+        self.copies.clear()
+
+
+@contextlib.contextmanager
+def frozen_head_in_float32(copies: Float32Copies) -> Iterator[None]:
+    """TRL's fused LM head (``trl.kernels.chunked_logprob``) on a CPU with bf16 weights, without widening the head's
+    weight to float32 in every backward tile.
+
+    TRL accumulates each vocabulary chunk's gradient product in float32 (``_addmm_fp32``: rounding each chunk's
+    product to bf16 biases training, its docstring says); on a CPU, where ``mm`` has no float32 output for bf16
+    inputs, it widens both operands on every call. For SmolLM2 that is the 49,152 x 576 head weight, twice per loss
+    piece: ~0.1 s each, most of it page faults on the fresh 75 MB tensor (BENCHMARKS.md). A frozen weight (LoRA
+    leaves the head alone) is widened once and reused from ``copies``; the arithmetic is TRL's, so the gradients are
+    bit for bit the same. Everything else (CUDA, float32, a trained operand) goes to TRL's function.
+    """
+    import torch
+    from trl.kernels import chunked_logprob as kernel
+
+    original = kernel._addmm_fp32
+    half = (torch.bfloat16, torch.float16)
+
+    def addmm_fp32(acc: Any, a: Any, b: Any) -> None:
+        if acc.device.type == "cpu" and b.dtype in half and not b.requires_grad and b.numel() >= 1 << 20:
+            acc.addmm_(a.float(), copies.of(b))
+        else:
+            original(acc, a, b)
+
+    kernel._addmm_fp32 = addmm_fp32
+    try:
+        yield
+    finally:
+        kernel._addmm_fp32 = original

@@ -91,8 +91,9 @@ def headline(v: dict[str, Any]) -> str:
     if v["shots"] is not None and v.get("training_exemplar_counts"):
         counts = "/".join(map(str, v["training_exemplar_counts"]))
         prompt = f"{v['shots']}-shot (training mixed {counts} exemplars)"
+    precision = f" in {v['precision']}" if v.get("precision") else ""  # the weights' dtype, both evaluations
     lines = [
-        f"Held-out test: {v['items']} items, greedy, {prompt}; {held}.",
+        f"Held-out test: {v['items']} items, greedy{precision}, {prompt}; {held}.",
         f"  accuracy  {_pct(before)} -> {_pct(after)}",
         f"  gain      {v['gain'] * 100:+.1f} points [95% CI {v['gain_ci95'][0] * 100:+.1f}, {v['gain_ci95'][1] * 100:+.1f}]"
         f"  ({v['now_right']} now right, {v['now_wrong']} now wrong; McNemar exact p = {v['mcnemar_p']:.2g})",
