@@ -88,6 +88,8 @@ def measure(trainer) -> dict:  # noqa: ANN001
         "split_seconds": {key: statistics.mean(entry[key] for entry in logs[1:] or logs)
                           for key in ("time/generation", "time/rewards", "time/update") if key in logs[0]},
         "path": getattr(getattr(trainer, "shared_prompt", None), "summary", dict)(),
+        # both arms load the recipe's model.dtype (auto: bf16 on a CPU with bf16 units): the same precision
+        "weights_dtype": str(trainer.model.get_input_embeddings().weight.dtype).removeprefix("torch."),
     }
 
 
@@ -136,11 +138,11 @@ def main() -> None:
     print()
     if args.launch:
         print(f"{args.launch}, {args.num_processes} processes; a step's completions count all processes")
-    print(f"{'':24}{'s/completion':>14}{'(median)':>10}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}")
+    print(f"{'':24}{'s/completion':>14}{'(median)':>10}{'tokens/completion':>19}{'s/step':>9}{'clipped':>9}{'reward':>8}  weights")
     for label, r in results.items():
         print(f"{label:24}{r['seconds_per_completion']:14.2f}{r['median_seconds_per_completion']:10.2f}"
               f"{r['completion_tokens_per_completion']:19.1f}{r['seconds_per_step']:9.1f}{r['clipped_ratio']:9.0%}"
-              f"{r['mean_reward']:8.3f}")
+              f"{r['mean_reward']:8.3f}  {r.get('weights_dtype', '?')}")
     print(f"ratio (plain TRL / rlvr): seconds per completion "
           f"{base['seconds_per_completion'] / ours['seconds_per_completion']:.2f}x (medians "
           f"{base['median_seconds_per_completion'] / ours['median_seconds_per_completion']:.2f}x), completion tokens "
