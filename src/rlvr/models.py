@@ -200,12 +200,13 @@ def load_model(model_path: str, recipe: Recipe, precision: Precision | None = No
     four_bit = recipe.model.load_in_4bit and _four_bit_available(recipe)
     precision = precision or model_precision(recipe.model)
     kwargs = model_kwargs(recipe.model, four_bit=four_bit, zero3=deepspeed_zero3(), dtype=precision.torch_dtype())
-    if not four_bit:
-        model_path = stored_in(model_path, precision.dtype)
+    stored = model_path if four_bit else stored_in(model_path, precision.dtype)
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(stored, **kwargs)
     except OSError:
-        raise RlvrError(_not_found(model_path)) from None
+        raise RlvrError(_not_found(stored)) from None
+    if stored != model_path:  # the model's name, as an adapter records it, is the model's, not its bf16 copy's
+        model.config._name_or_path = model.name_or_path = str(model_path)
     if four_bit:
         keep_cpu_4bit_layers_trainable(model)
     return model
