@@ -68,6 +68,14 @@ def test_the_recipe_model_section_chooses_the_same_precision_for_training_and_ev
     assert model_precision(ModelConfig(dtype="auto", lora=False), evaluating=True).dtype == "bfloat16"
 
 
+def test_an_evaluation_line_names_the_weights_dtype_and_no_optimizer(bf16_cpu):
+    from rlvr.config import ModelConfig
+    from rlvr.models import model_precision
+
+    line = model_precision(ModelConfig(dtype="auto", lora=True), evaluating=True).line()
+    assert line.startswith("rlvr: precision: bfloat16 weights (auto:") and "optimizer" not in line
+
+
 # ------------------------------------------------------------------ bf16 weights in a model
 
 

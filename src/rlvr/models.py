@@ -189,8 +189,11 @@ def model_precision(model: Any, evaluating: bool = False) -> Precision:
     """The precision a recipe's ``model`` section trains (or, ``evaluating``, evaluates) in on this machine."""
     from rlvr.precision import choose
 
+    import dataclasses
+
     four_bit = bool(getattr(model, "load_in_4bit", False))
-    return choose(model.dtype, trains_base=not evaluating and not model.lora, four_bit=four_bit)
+    chosen = choose(model.dtype, trains_base=not evaluating and not model.lora, four_bit=four_bit)
+    return dataclasses.replace(chosen, adapters=None) if evaluating else chosen  # no optimizer to speak of
 
 
 def load_model(model_path: str, recipe: Recipe, precision: Precision | None = None) -> Any:
