@@ -187,9 +187,9 @@ def _not_found(model_path: str) -> str:
 
 def model_precision(model: Any, evaluating: bool = False) -> Precision:
     """The precision a recipe's ``model`` section trains (or, ``evaluating``, evaluates) in on this machine."""
-    from rlvr.precision import choose
-
     import dataclasses
+
+    from rlvr.precision import choose
 
     four_bit = bool(getattr(model, "load_in_4bit", False))
     chosen = choose(model.dtype, trains_base=not evaluating and not model.lora, four_bit=four_bit)
