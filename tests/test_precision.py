@@ -93,7 +93,7 @@ def _tiny_lora_model(model_dir, dtype):
 
 
 def test_lora_merged_into_bf16_weights_gives_them_back_bit_for_bit(tiny_model_dir):
-    from rlvr.models import lora_merged
+    from rlvr.lora_merge import lora_merged
 
     model = _tiny_lora_model(tiny_model_dir, torch.bfloat16)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -109,7 +109,7 @@ def test_lora_merged_into_bf16_weights_gives_them_back_bit_for_bit(tiny_model_di
 
 
 def test_lora_merged_into_bf16_weights_is_what_merge_and_unload_saves(tiny_model_dir):
-    from rlvr.models import lora_merged
+    from rlvr.lora_merge import lora_merged
 
     model = _tiny_lora_model(tiny_model_dir, torch.bfloat16)
     ids = torch.tensor([[5, 6, 7, 8]])
@@ -121,7 +121,7 @@ def test_lora_merged_into_bf16_weights_is_what_merge_and_unload_saves(tiny_model
 
 
 def test_float32_weights_widen_for_a_check_and_restore_exactly(tiny_model_dir):
-    from rlvr.models import float32_weights
+    from rlvr.lora_merge import float32_weights
 
     model = _tiny_lora_model(tiny_model_dir, torch.bfloat16)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -202,7 +202,7 @@ def test_the_fused_head_backward_with_a_cached_float32_weight_gives_trls_gradien
 
 
 def test_lora_merged_in_place_into_bf16_weights_gives_them_back_bit_for_bit_without_copies(tiny_model_dir):
-    from rlvr.models import lora_merged
+    from rlvr.lora_merge import lora_merged
 
     model = _tiny_lora_model(tiny_model_dir, torch.bfloat16)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -195,11 +195,11 @@ def merged_adapter(model: Any, trainer: Any, in_place: bool = False) -> Iterator
 
     Generation then runs plain linear layers (no per-layer adapter matmuls: faster on CPU), and the weights
     equal those ``rlvr eval --adapter`` builds from the saved adapter. Taken out afterwards, so training goes on
-    with the adapter separate, and bf16 base weights come back bit for bit (:func:`rlvr.models.lora_merged`;
+    with the adapter separate, and bf16 base weights come back bit for bit (:func:`rlvr.lora_merge.lora_merged`;
     ``in_place``: without copies of the merged weights, a little slower).
     Left alone under DeepSpeed (partitioned weights), for models without LoRA, and for 4-bit models.
     """
-    from rlvr.models import lora_merged
+    from rlvr.lora_merge import lora_merged
 
     if getattr(trainer, "is_deepspeed_enabled", False):
         yield

@@ -302,7 +302,7 @@ class RlvrGRPOTrainer(TrlHooks):
         Both run with the weights in float32 (bf16 ones widened for the check, exactly restored after): what is
         checked is that the two computations are the same one, which in bf16 would be hidden by its rounding
         (two orders of the same bf16 sums differ by up to ~0.5 in a log-prob)."""
-        from rlvr.models import float32_weights
+        from rlvr.lora_merge import float32_weights
 
         with torch.no_grad(), float32_weights(model), torch.autocast(model.device.type, enabled=False):
             shared = shared_token_logps(model, input_ids, attention_mask, logits_to_keep, False,
