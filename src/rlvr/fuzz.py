@@ -84,7 +84,7 @@ def _math_targets() -> dict[str, Callable[[str], object]]:
 
 def _keyword_targets() -> dict[str, Callable[[str], object]]:
     from rlvr.verifiers.conditions import make_item
-    from rlvr.verifiers.keyword_rubric import load_rubric
+    from rlvr.verifiers.keyword_rubric_loader import load_rubric
     from rlvr.verifiers.keywords import judge
     from rlvr.verifiers.sentences import split_units
 

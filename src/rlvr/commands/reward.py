@@ -118,7 +118,9 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from rlvr.audit import PROBE_SETS, audit, render_table, verdict
+    from rlvr.audit.probe_sets import PROBE_SETS
+    from rlvr.audit.report import render_table, verdict
+    from rlvr.audit.runner import audit
     from rlvr.config import load_recipe
     from rlvr.rewards import REWARDS
     from rlvr.rewards.base import reward_weights
@@ -195,7 +197,9 @@ def _probe_set_name(name: str, probe_sets: dict[str, Any]) -> str | None:
 def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any) -> Any:
     """Audit a task judged on the answer line by its own verifier (jsonl, reasoning-gym): probes around its first
     test item, through the rewards the task builds (its format and correctness follow its verifier)."""
-    from rlvr.audit import PROBE_SETS, answer_line_probes, audit, render_table, verdict
+    from rlvr.audit.probe_sets import PROBE_SETS, answer_line_probes
+    from rlvr.audit.report import render_table, verdict
+    from rlvr.audit.runner import audit
     from rlvr.tasks import get_task, task_class
     from rlvr.tasks.answer_line import AnswerLineTask
 
@@ -247,7 +251,7 @@ def _keyword_item_probes(recipe: Any) -> Any:
     """The per-item keyword probes around a real community-acquired pneumonia vignette of the recipe's prompts (its
     ``condition`` and ``findings`` columns as training reads them; the probes' own vignette when there is none),
     with copies of the example note when the recipe's prompts show one."""
-    from rlvr.audit import ITEM_CONDITION, keyword_item_probes
+    from rlvr.audit.keyword_probes import ITEM_CONDITION, keyword_item_probes
     from rlvr.tasks import get_task
 
     options = dict(recipe.task_options) if recipe is not None and recipe.task_name == "keywords" else {}
@@ -263,7 +267,7 @@ def _keyword_item_probes(recipe: Any) -> Any:
 
 
 def _custom_rubric(specs: list[dict[str, Any]]) -> str | None:
-    from rlvr.verifiers.keyword_rubric import BUILTIN_RUBRIC
+    from rlvr.verifiers.keyword_rubric_loader import BUILTIN_RUBRIC
 
     for spec in specs:
         rubric = spec.get("rubric") if spec["name"] == "keywords" else None

@@ -30,7 +30,8 @@ from typing import Any
 
 from rlvr.rewards.base import REWARDS, RewardFunc, column, completion_text, default_weight, named
 from rlvr.verifiers.conditions import Item, make_item
-from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
+from rlvr.verifiers.keyword_rubric import Rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 from rlvr.verifiers.keywords import Judgement, judge
 
 #: The dataset columns the per-item check reads.

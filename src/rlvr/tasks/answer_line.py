@@ -132,7 +132,7 @@ class AnswerLineTask(Task):
 
     def reference_completions(self) -> dict[str, str]:
         """The train split's most common gold written as the answer line ({} without golds)."""
-        from rlvr.evaluation.baselines import most_common_answer
+        from rlvr.verifiers.answer_keys import most_common_answer
 
         gold = most_common_answer([g for g in self.load("train")["final_answer"] if g is not None and str(g).strip()])
         if gold is None:

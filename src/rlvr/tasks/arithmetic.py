@@ -23,9 +23,7 @@ from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
-    check_exemplar_order,
-    check_shots,
-    check_shots_mix,
+    check_shot_options,
     choose_exemplars,
     render_chat,
     render_prompt,
@@ -71,9 +69,7 @@ class ArithmeticTask(NumericAnswerTask):
     stop_patterns = STOP_PATTERNS
 
     def __post_init__(self) -> None:
-        check_shots(self.shots)
-        self.shots_mix = check_shots_mix(self.shots_mix)
-        check_exemplar_order(self.exemplar_order)
+        self.shots_mix = check_shot_options(self.shots, self.shots_mix, self.exemplar_order)
         for name in ("train_size", "validation_size", "test_size"):
             if getattr(self, name) < 1:
                 raise RlvrError(f"arithmetic {name} must be a positive integer.")

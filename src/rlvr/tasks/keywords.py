@@ -32,39 +32,37 @@ name the row's condition (a ``condition`` field: a slug of the condition table,
 ones carry one), name no other condition of the table, and cite one of the
 vignette's key findings (see :mod:`rlvr.verifiers.conditions`). Rows then carry
 ``condition`` and ``findings`` columns, which the reward and the judge read; a row
-without a condition is judged by the rubric alone.
+without a condition is judged by the rubric alone, and one line on stderr says how many
+rows of the prompts lack one.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.jsonl import read_jsonl
 from rlvr.rewards.base import RewardFunc, completion_text
-from rlvr.rewards.copying import FREE, copied_share
+from rlvr.rewards.copying import copied_share
 from rlvr.rewards.keywords import item_of, judge_completion, rubric_for
 from rlvr.tasks.base import FULL_CREDIT, TASKS, Outcome, Task, check_split
-from rlvr.tasks.clinical_vignettes import MAX_DRAWS, PER_CONDITION, generate_vignettes, select_conditions
+from rlvr.tasks.clinical_vignettes import PER_CONDITION
+from rlvr.tasks.keyword_outcomes import EXAMPLE_COPY, breakdown_tables, gold_shown, groups_shown, note_flags
+from rlvr.tasks.keyword_prompts import (
+    GENERATED,
+    carve_indices,
+    check_generation_options,
+    describe_source,
+    item_columns,
+    load_source,
+    say_rows_without_condition,
+)
 from rlvr.tasks.note_exemplars import BUILTIN as BUILTIN_EXEMPLARS
 from rlvr.tasks.note_exemplars import ExemplarNote, chat_prompt, load_exemplar_notes, plain_prompt
 from rlvr.tasks.splits import disjoint_rows, normalize_question
-from rlvr.verifiers.conditions import findings_in, known_condition, load_table
-from rlvr.verifiers.keyword_rubric import Rubric, load_rubric
-from rlvr.verifiers.keywords import WRITING_INDICATORS, Judgement
-
-BUILTIN_PROMPTS = Path(__file__).resolve().parent.parent / "data" / "keywords" / "medical_prompts.jsonl"
-#: ``prompts`` / ``test_prompts`` values naming the built-in sets rather than a file.
-BUILTIN, GENERATED = "builtin", "generated"
-#: The breakdown table of the per-item check (shares of the completions it judged).
-PER_ITEM = "per-item diagnosis check (share of completions)"
-#: With example notes shown: the details key of a note's share of word 4-grams found in them, its breakdown
-#: table, and its per-item flag (a note copies the example from the share where ``example_copy`` starts to cost).
-EXAMPLE_COPY, COPIED, COPIES_FLAG = "example_copy", "the example note copied (share of completions)", "copies the example note"
+from rlvr.verifiers.keyword_rubric import Rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 
 
 @TASKS.register("keywords")
@@ -127,7 +125,8 @@ class KeywordsTask(Task):
         if self.name_is_diagnosis and not self.per_item:
             raise RlvrError("keywords name_is_diagnosis counts the vignette's condition named, which only the "
                             "per-item check knows; set task.per_item: true, or drop name_is_diagnosis.")
-        self._check_generation_options()
+        self.conditions = check_generation_options(self.prompts, self.test_prompts, self.conditions,
+                                                   self.vignettes_per_condition)
         self._check_shots()
 
     def _check_shots(self) -> None:
@@ -141,25 +140,13 @@ class KeywordsTask(Task):
                             f"example note{'s' if len(notes) != 1 else ''}; lower shots or add notes.")
         self._notes = notes[: self.shots]
 
-    def _check_generation_options(self) -> None:
-        """``conditions`` and ``vignettes_per_condition`` only with generated prompts, and valid (one-line errors)."""
-        changed = [name for name, default in (("conditions", None), ("vignettes_per_condition", PER_CONDITION))
-                   if getattr(self, name) != default]
-        if changed and GENERATED not in (self.prompts, self.test_prompts):
-            raise RlvrError(f"keywords {' and '.join(changed)} shape the generated vignettes only; set "
-                            f"prompts: {GENERATED}, or drop {' and '.join(changed)}.")
-        if isinstance(self.conditions, str):
-            self.conditions = [slug.strip() for slug in self.conditions.split(",") if slug.strip()]
-        if self.conditions is not None:
-            select_conditions(self.conditions)
-        if not 1 <= self.vignettes_per_condition <= MAX_DRAWS:
-            raise RlvrError(f"keywords vignettes_per_condition must be an integer from 1 to {MAX_DRAWS} "
-                            f"(default {PER_CONDITION}), got {self.vignettes_per_condition}.")
-
     def load(self, split: str) -> Any:
         from datasets import Dataset
 
         rows = self.rows(split)
+        if self.per_item:
+            source = self.test_prompts if split == "test" and self.test_prompts else self.prompts
+            say_rows_without_condition(self._source(source), describe_source(source))
         if self.limit is not None:
             rows = rows[: self.limit]
         return Dataset.from_list([self._record(index, row) for index, row in rows])
@@ -170,8 +157,9 @@ class KeywordsTask(Task):
         source = self._source(self.prompts)
         carved = ("validation", "train") if self.test_prompts else ("test", "validation", "train")
         if len(source) < len(carved):
-            raise RlvrError(f"{self._describe(self.prompts)} has {len(source)} prompts; the splits need at least {len(carved)}.")
-        chosen = self._carve(source, carved)
+            raise RlvrError(f"{describe_source(self.prompts)} has {len(source)} prompts; the splits need at least {len(carved)}.")
+        chosen = carve_indices(source, carved, self.seed, self.test_fraction, self.validation_fraction,
+                               self.stratify)
         by_split = {name: [(i, source[i]) for i in sorted(indices)] for name, indices in chosen.items()}
         if self.test_prompts:
             by_split["test"] = list(enumerate(self._source(self.test_prompts)))
@@ -244,66 +232,31 @@ class KeywordsTask(Task):
             outcomes.append(Outcome(
                 correct=judgement.score >= FULL_CREDIT,
                 score=judgement.score,
-                answer=_groups_shown(judgement),
-                gold=_gold(rubric, row, self.per_item),
+                answer=groups_shown(judgement),
+                gold=gold_shown(rubric, row, self.per_item),
                 details=details,
             ))
         return outcomes
 
     def breakdown(self, details: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
         """The share of completions covering each rubric group, and the share hit by each penalty."""
-        groups: dict[str, list[bool]] = {}
-        penalties: dict[str, list[bool]] = {}
-        for detail in details:
-            for name, verdict in (detail.get("groups") or {}).items():
-                groups.setdefault(name, []).append(bool(verdict.get("covered")))
-            for name, penalty in (detail.get("penalties") or {}).items():
-                penalties.setdefault(name, []).append(float(penalty.get("factor", 1.0)) < 1.0)
-        tables = {}
-        if groups:
-            tables["rubric group coverage"] = {name: sum(v) / len(v) for name, v in groups.items()}
-        if penalties:
-            tables["penalised (share of completions)"] = {name: sum(v) / len(details) for name, v in penalties.items()}
-        checked = [detail["per_item"] for detail in details if detail.get("per_item")]
-        if checked:
-            tables[PER_ITEM] = {
-                "diagnosis named correctly": sum(bool(c.get("diagnosis_correct")) for c in checked) / len(checked),
-                "vignette's condition named": sum(bool(c.get("condition_named")) for c in checked) / len(checked),
-                "another condition named": sum(bool(c.get("other_conditions")) for c in checked) / len(checked),
-                "cites a vignette finding": sum(bool(c.get("findings_cited")) for c in checked) / len(checked),
-            }
-        indicators = _mean_indicators(details)
-        if indicators:
-            tables[WRITING_INDICATORS] = indicators
-        copies = [detail for detail in details if detail.get(EXAMPLE_COPY) is not None]
-        if copies:
-            copied = [detail for detail in copies if detail[EXAMPLE_COPY] >= FREE]
-            tables[COPIED] = {
-                COPIES_FLAG: len(copied) / len(copies),
-                "copies it and earns full credit": sum(float(d.get("score", 0)) >= FULL_CREDIT for d in copied) / len(copies),
-                "mean share of its 4-grams in the note": sum(d[EXAMPLE_COPY] for d in copies) / len(copies),
-            }
-        return tables
+        return breakdown_tables(details)
 
     def item_flags(self, details: Mapping[str, Any]) -> dict[str, bool]:
         """Under the per-item check: whether the note named the right diagnosis (and no other), and cited a finding;
         with example notes shown: whether it copies them (from :data:`rlvr.rewards.copying.FREE` of its 4-grams)."""
-        flags = {COPIES_FLAG: details[EXAMPLE_COPY] >= FREE} if details.get(EXAMPLE_COPY) is not None else {}
-        checked = details.get("per_item")
-        if not checked:
-            return flags
-        return {"diagnosis named correctly": bool(checked.get("diagnosis_correct")),
-                "cites a vignette finding": bool(checked.get("findings_cited")) or not checked.get("findings"), **flags}
+        return note_flags(details)
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
-        return _gold(rubric_for(row.get("rubric"), self.default_rubric()), row, self.per_item)
+        return gold_shown(rubric_for(row.get("rubric"), self.default_rubric()), row, self.per_item)
 
     def reference_completions(self) -> dict[str, str]:
         """The hand-written clinical note of ``rlvr reward audit`` (full credit under the built-in medical rubric);
         none for the user's own rubric, which it was not written for."""
         if self.rubric is not None:
             return {}
-        from rlvr.audit import HONEST_CORRECT, KEYWORD_PROBES
+        from rlvr.audit.keyword_probes import KEYWORD_PROBES
+        from rlvr.audit.probe import HONEST_CORRECT
 
         note = next(probe.completion for probe in KEYWORD_PROBES if probe.kind == HONEST_CORRECT)
         return {"the audit's hand-written full-credit note": note}
@@ -319,28 +272,8 @@ class KeywordsTask(Task):
             "rubric": own,
         }
         if self.per_item:
-            record.update(_item_columns(row, record["id"]))
+            record.update(item_columns(row, record["id"]))
         return record
-
-    def _carve(self, source: list[dict[str, Any]], carved: tuple[str, ...]) -> dict[str, list[int]]:
-        """Row indices of each carved split: one seeded shuffle over all rows, or (``stratify``) over each
-        condition's rows, each condition giving its own ``test_fraction`` and ``validation_fraction``."""
-        strata: dict[str, list[int]] = {}
-        for index, row in enumerate(source):
-            key = str(row.get("condition") or "") if self.stratify else ""
-            strata.setdefault(key, []).append(index)
-        rng = random.Random(self.seed)
-        chosen: dict[str, list[int]] = {name: [] for name in carved}
-        for order in strata.values():
-            rng.shuffle(order)
-            size = len(order)
-            if "test" in carved:
-                test, order = _take(order, self.test_fraction, size)
-                chosen["test"] += test
-            validation, train = _take(order, self.validation_fraction, size)
-            chosen["validation"] += validation
-            chosen["train"] += train
-        return chosen
 
     def shown_notes(self) -> list[ExemplarNote]:
         """The first ``shots`` example notes, read when the task was built."""
@@ -353,84 +286,5 @@ class KeywordsTask(Task):
         if prompts == GENERATED:
             key = (prompts, tuple(self.conditions) if self.conditions else None, self.vignettes_per_condition)
         if key not in cache:
-            if prompts == GENERATED:
-                cache[key] = generate_vignettes(conditions=self.conditions, per_condition=self.vignettes_per_condition)
-            else:
-                path = _prompts_path(prompts)
-                if not path.is_file():
-                    raise RlvrError(f"keywords prompts '{prompts}': no such file; use {BUILTIN}, {GENERATED} "
-                                    "or the path of a JSONL file.")
-                cache[key] = _read_prompts(path)
+            cache[key] = load_source(prompts, self.conditions, self.vignettes_per_condition)
         return cache[key]
-
-    @staticmethod
-    def _describe(prompts: str | None) -> str:
-        return "the generated vignettes" if prompts == GENERATED else str(_prompts_path(prompts))
-
-
-def _prompts_path(prompts: str | None) -> Path:
-    return BUILTIN_PROMPTS if prompts in (None, BUILTIN) else Path(str(prompts)).expanduser()
-
-
-def _read_prompts(path: Path) -> list[dict[str, Any]]:
-    rows = read_jsonl(path, required=("prompt",))
-    for number, row in enumerate(rows, start=1):
-        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
-            raise RlvrError(f"{path}: record {number} has an empty or non-text 'prompt'.")
-        if row.get("rubric"):
-            row["rubric"] = str((path.parent / str(row["rubric"])).expanduser().resolve())
-            load_rubric(row["rubric"])
-    return rows
-
-
-def _gold(rubric: Rubric, row: Mapping[str, Any], per_item: bool) -> str:
-    """``rubric NAME``, and with the per-item check the row's condition."""
-    condition = row.get("condition") if per_item else None
-    return f"rubric {rubric.name}; condition {condition}" if isinstance(condition, str) and condition else f"rubric {rubric.name}"
-
-
-def _item_columns(row: Mapping[str, Any], row_id: str) -> dict[str, Any]:
-    """The per-item check's columns of a prompts row: ``condition`` ("" when none) and ``findings`` (a list of
-    key-finding labels: the row's own, else those its vignette states)."""
-    condition = row.get("condition")
-    if not isinstance(condition, str) or not condition.strip():
-        return {"condition": "", "findings": []}
-    condition = condition.strip()
-    if not known_condition(condition):
-        from rlvr.registry import unknown_name_message
-
-        raise RlvrError(f"keywords prompt {row_id}: {unknown_name_message('condition', condition, list(load_table().conditions))}")
-    findings = row.get("findings")
-    if not isinstance(findings, list):
-        findings = findings_in(str(row["prompt"]), condition)
-    return {"condition": condition, "findings": [str(finding) for finding in findings]}
-
-
-def _take(order: list[int], fraction: float, total: int) -> tuple[list[int], list[int]]:
-    """The first ``fraction`` of ``total`` (at least one) from ``order``, and the rest."""
-    count = max(1, round(total * fraction))
-    return order[:count], order[count:]
-
-
-def _mean_indicators(details: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Each stuffing indicator (:func:`rlvr.verifiers.keywords.writing_indicators`) averaged over the completions having it."""
-    values: dict[str, list[float]] = {}
-    for detail in details:
-        for name, value in (detail.get("indicators") or {}).items():
-            if value is not None:
-                values.setdefault(name, []).append(float(value))
-    return {name: sum(v) / len(v) for name, v in values.items()}
-
-
-def _groups_shown(judgement: Judgement) -> str:
-    """The rubric groups a completion covers, e.g. ``covered 2/3: diagnosis, treatment (missing: follow_up)``, and
-    with the per-item check the conditions it names (``names pneumonia``)."""
-    covered = [name for name, verdict in judgement.groups.items() if verdict["covered"]]
-    missing = [name for name, verdict in judgement.groups.items() if not verdict["covered"]]
-    text = f"covered {len(covered)}/{len(judgement.groups)}: {', '.join(covered) or 'none'}"
-    text = f"{text} (missing: {', '.join(missing)})" if missing else text
-    check = judgement.per_item
-    if check is not None:
-        named = ([check["condition"]] if check["condition_named"] else []) + list(check["other_conditions"])
-        text += f"; names {', '.join(named) or 'no condition of the table'}"
-    return text

@@ -127,6 +127,15 @@ def check_exemplar_order(order: str) -> str:
     return order
 
 
+def check_shot_options(shots: int, shots_mix: object, exemplar_order: str) -> list[int] | None:
+    """The few-shot options the math tasks share (``shots``, ``shots_mix``, ``exemplar_order``), checked with
+    one-line errors; returns ``shots_mix`` as a list (None: no mix)."""
+    check_shots(shots)
+    mix = check_shots_mix(shots_mix)
+    check_exemplar_order(exemplar_order)
+    return mix
+
+
 def choose_exemplars(pool: list[Exemplar], shots: int, seed: int, index: int, order: str = "per_row") -> list[Exemplar]:
     """``shots`` exemplars for row ``index``, in pool order: the first ``shots`` for every row when ``order`` is
     "fixed", else a subset drawn for this row, reproducible from ``seed``."""

@@ -22,7 +22,8 @@ vignette has none). The explanation's ``per_item`` entry says what was named and
 
 Work is capped: only the first :data:`MAX_ANALYSED_CHARS` characters are read
 for mentions (the length penalty still counts every word), and at most
-:data:`MAX_MENTIONS` mentions are collected.
+:data:`rlvr.verifiers.keyword_mentions.MAX_MENTIONS` mentions are collected
+(:mod:`rlvr.verifiers.keyword_mentions` finds them; :mod:`rlvr.verifiers.keyword_penalties` prices them).
 """
 
 from __future__ import annotations
@@ -32,38 +33,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.verifiers.conditions import Check, Item, check
+from rlvr.verifiers.keyword_mentions import Mention, find_mentions, semantic_check
+from rlvr.verifiers.keyword_penalties import Penalty, repeated_text_penalty, rubric_penalties
 from rlvr.verifiers.keyword_rubric import WORD, Rubric
-from rlvr.verifiers.sentences import Unit, comma_run_words, is_negated, sentence_problem, split_units
+from rlvr.verifiers.sentences import Unit, split_units
 
 MAX_ANALYSED_CHARS = 100_000
 #: The breakdown table (and report rows) averaging :func:`writing_indicators` over completions.
 WRITING_INDICATORS = "writing indicators (mean per completion)"
-MAX_MENTIONS = 5_000
 #: The rubric group the per-item check gates on the vignette's condition, and the group it adds for findings.
 DIAGNOSIS, FINDINGS = "diagnosis", "findings"
 _EVIDENCE_CHARS = 200
-
-
-@dataclass
-class Mention:
-    group: str | None  # None: a forbidden term
-    term: str
-    unit: int
-    start: int
-    end: int
-    outside: str | None = None  # why the mention is not inside a well-formed sentence
-    negated: bool = False
-    off_topic: bool = False  # failed the semantic check
-
-    @property
-    def words(self) -> int:
-        return self.end - self.start
-
-
-@dataclass
-class Penalty:
-    factor: float
-    detail: str
 
 
 @dataclass
@@ -119,9 +99,9 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None, item: Item | 
     total_words = sum(1 for _ in WORD.finditer(text))
     analysed = text[:MAX_ANALYSED_CHARS]
     units = split_units(analysed)
-    mentions, problems = _find_mentions(units, rubric)
+    mentions, problems = find_mentions(units, rubric)
     if use_semantic:
-        _semantic_check(mentions, units, rubric)
+        semantic_check(mentions, units, rubric)
     verdict = check(units, [problem is None for problem in problems], item) if item is not None else None
     scored = mentions + _condition_mentions(verdict, units, rubric) if item is not None and item.name_is_diagnosis else mentions
     groups = _group_verdicts(scored, units, rubric, use_semantic)
@@ -130,8 +110,8 @@ def judge(text: str, rubric: Rubric, semantic: bool | None = None, item: Item | 
     base = _base(groups, patterns, rubric)
     analysed_words = sum(len(u.words) for u in units)
     indicators = writing_indicators(mentions, units)
-    penalties = _penalties(mentions, analysed_words, total_words, rubric)
-    penalties["repeated_text"] = _repeated_text_penalty(indicators["repeated_trigram_share"], rubric)
+    penalties = rubric_penalties(mentions, analysed_words, total_words, rubric)
+    penalties["repeated_text"] = repeated_text_penalty(indicators["repeated_trigram_share"], rubric)
     score = base
     for penalty in penalties.values():
         score *= penalty.factor
@@ -199,43 +179,6 @@ def writing_indicators(mentions: list[Mention], units: list[Unit]) -> dict[str, 
         "negated_share": round(sum(m.negated for m in keywords) / len(keywords), 4) if keywords else None,
         "repeated_trigram_share": round(1 - len(set(trigrams)) / len(trigrams), 4) if trigrams else 0.0,
     }
-
-
-def _find_mentions(units: list[Unit], rubric: Rubric) -> tuple[list[Mention], list[str | None]]:
-    """Every mention (longest match first, no overlaps) and, per unit, why it is not a sentence (None: it is)."""
-    mentions: list[Mention] = []
-    problems: list[str | None] = []
-    rules = rubric.sentences
-    for number, unit in enumerate(units):
-        found = _match(unit.words, rubric.index, number) if len(mentions) < MAX_MENTIONS else []
-        mentions.extend(found)
-        is_keyword = [False] * len(unit.words)
-        for mention in found:
-            if mention.group is not None:
-                is_keyword[mention.start : mention.end] = [True] * mention.words
-        problem = sentence_problem(unit, rules.min_words, rules.max_words)
-        if problem is None and unit.words and sum(is_keyword) / len(unit.words) > rules.max_keyword_share:
-            problem = f"more than {rules.max_keyword_share:.0%} of its words are keywords"
-        problems.append(problem)
-        in_list = comma_run_words(unit, is_keyword) if problem is None and found else set()
-        for mention in found:
-            mention.outside = problem or ("inline list of terms" if mention.start in in_list else None)
-            mention.negated = is_negated(unit, mention.start, mention.end)
-    return mentions[:MAX_MENTIONS], problems
-
-
-def _match(words: list[str], index: dict[str, list[Any]], unit: int) -> list[Mention]:
-    found = []
-    i = 0
-    while i < len(words):
-        for form, group, term in index.get(words[i], ()):
-            if tuple(words[i : i + len(form)]) == form:
-                found.append(Mention(group, term, unit, i, i + len(form)))
-                i += len(form)
-                break
-        else:
-            i += 1
-    return found
 
 
 def _counts(mention: Mention, rubric: Rubric) -> bool:
@@ -318,72 +261,3 @@ def _base(groups: dict[str, dict[str, Any]], patterns: dict[str, dict[str, Any]]
         return group_share
     pattern_share = sum(p["satisfied"] for p in patterns.values()) / len(patterns)
     return (1 - rubric.pattern_weight) * group_share + rubric.pattern_weight * pattern_share
-
-
-def _penalties(mentions: list[Mention], analysed_words: int, total_words: int, rubric: Rubric) -> dict[str, Penalty]:
-    settings = rubric.penalties
-    keywords = [m for m in mentions if m.group is not None]
-    outside = sum(m.outside is not None for m in keywords)
-    share = outside / len(keywords) if keywords else 0.0
-    penalties = {
-        "outside_sentence": Penalty(
-            round(1 - settings.outside_sentence * share, 4),
-            f"{outside} of {len(keywords)} keyword mentions outside well-formed sentences",
-        )
-    }
-    counts: dict[str, int] = {}
-    for mention in keywords:
-        counts[mention.term] = counts.get(mention.term, 0) + 1
-    excess = {term: n - settings.repeat_cap for term, n in counts.items() if n > settings.repeat_cap}
-    worst = ", ".join(f"'{t}' x{counts[t]}" for t in sorted(excess, key=lambda t: -excess[t])[:3])
-    penalties["repeats"] = Penalty(
-        round(max(0.0, 1 - settings.repeat_penalty * sum(excess.values())), 4),
-        f"{sum(excess.values())} mentions beyond the cap of {settings.repeat_cap} per term" + (f" ({worst})" if worst else ""),
-    )
-    keyword_words = sum(m.words for m in keywords)
-    density = keyword_words / analysed_words if analysed_words else 0.0
-    threshold = settings.density_threshold
-    penalties["density"] = Penalty(
-        round(1.0 if density <= threshold else max(0.0, 1 - (density - threshold) / threshold), 4),
-        f"keyword density {density:.1%} (threshold {threshold:.0%})",
-    )
-    penalties["length"] = _length_penalty(total_words, rubric)
-    forbidden = [m for m in mentions if m.group is None]
-    terms = sorted({m.term for m in forbidden})
-    penalties["forbidden"] = Penalty(
-        round(max(0.0, 1 - settings.forbidden * len(forbidden)), 4),
-        f"{len(forbidden)} forbidden mentions" + (f" ({', '.join(terms[:5])})" if terms else ""),
-    )
-    return penalties
-
-
-def _repeated_text_penalty(share: float, rubric: Rubric) -> Penalty:
-    """Looping text ("The most likely outcome is renal failure." six times) carries no keyword past the repeat cap,
-    so only the share of repeated word trigrams catches it."""
-    threshold = rubric.penalties.repeated_text_threshold
-    factor = 1.0 if share <= threshold else max(0.0, 1 - (share - threshold) / threshold)
-    return Penalty(round(factor, 4), f"{share:.1%} of word trigrams repeat an earlier one (threshold {threshold:.0%})")
-
-
-def _length_penalty(words: int, rubric: Rubric) -> Penalty:
-    low, high = rubric.min_words, rubric.max_words
-    bounds = f"bounds {low if low is not None else 0}-{high if high is not None else 'any'}"
-    if low is not None and words < low:
-        return Penalty(round(words / low, 4), f"{words} words, below {bounds}")
-    if high is not None and words > high:
-        return Penalty(round(high / words, 4), f"{words} words, above {bounds}")
-    return Penalty(1.0, f"{words} words, within {bounds}")
-
-
-def _semantic_check(mentions: list[Mention], units: list[Unit], rubric: Rubric) -> None:
-    """Mark mentions whose sentence is not close in meaning to their group's description."""
-    from rlvr.verifiers.semantic import similarities
-
-    descriptions = {g.name: g.description for g in rubric.groups if g.description}
-    pairs = sorted({(m.unit, m.group) for m in mentions if m.group in descriptions and m.outside is None})
-    if not pairs:
-        return
-    scores = similarities([units[u].text for u, _ in pairs], [descriptions[g] for _, g in pairs])
-    far = {pair for pair, score in zip(pairs, scores, strict=True) if score < rubric.semantic_threshold}
-    for mention in mentions:
-        mention.off_topic = (mention.unit, mention.group) in far
