@@ -18,21 +18,12 @@ whole-batch loss, and :func:`why_not_chunked` says why: an entropy bonus or a to
 computed over the whole micro-batch), an MoE auxiliary loss, VESPO, FSDP, and DeepSpeed other than ZeRO-2/3
 without offload or fp16 (see :func:`why_not_distributed`).
 
-Under DDP (several processes) each process runs its own micro-batch's pieces on the module DDP wraps, so no
-piece's forward or backward touches DDP's reducer: ranks may run different numbers of pieces (all-zero
-groups are skipped) without a collective per piece. At the gradient-accumulation boundary every process then
-averages the trainable parameters' gradients once (:func:`average_gradients`), as DDP's own one backward per
-micro-batch would: gradient times ``1 / world_size``, summed over the processes.
-
-Under DeepSpeed ZeRO-2/3 each piece is one of the engine's micro-steps (its forward, then ``engine.backward`` with
-the accumulation boundary off); the last piece is left to the Trainer's backward, which sets the boundary and steps.
-ZeRO reduces gradients in every backward (ZeRO-3 also gathers parameters in every forward), so every process runs
-the largest process's number of pieces, the extra ones on a real row with weight 0 (:func:`why_not_deepspeed`).
-
 A group larger than ``run.loss_chunk_rows`` is cut into pieces, each back-propagated on its own. On the
 shared-prompt loss path its prompt still runs once, forward and back, for all the pieces
 (:class:`rlvr.training.shared_prompt.SplitGroupPrompt`): its KV cache, and the prompt's activations behind
 it, stay alive until the group's last piece; on TRL's per-row path every piece runs the prompt again.
+
+Running the pieces, in one process, under DDP and under DeepSpeed ZeRO-2/3, is :mod:`rlvr.training.piece_loop`.
 """
 
 from __future__ import annotations
@@ -81,10 +72,8 @@ def why_not_deepspeed(plugin: Any, mixed_precision: str = "no") -> str | None:
     scaling), else why not.
 
     Each piece is one of DeepSpeed's own micro-steps: a forward through the engine and ``engine.backward`` with the
-    accumulation boundary off, the documented way to accumulate before one ``engine.step``; the micro-batch's last
-    piece is left to the Trainer's backward, which sets the boundary and steps. ZeRO-2/3 reduce gradients in every
-    backward and ZeRO-3 gathers parameters in every forward, so every process runs as many pieces as the process
-    with the most (the extra ones weigh 0); see :meth:`rlvr.training.trainer.RlvrGRPOTrainer._loss_by_group`.
+    accumulation boundary off, the documented way to accumulate before one ``engine.step`` (how the pieces run, and
+    why every process runs as many as the one with the most: :mod:`rlvr.training.piece_loop`).
     """
     config = dict(getattr(plugin, "deepspeed_config", None) or {})
     zero = dict(config.get("zero_optimization") or {})
@@ -206,56 +195,6 @@ _COMPLETION_COLUMNS = {
     "completion_ids", "completion_mask", "tool_mask", "old_per_token_logps", "ref_per_token_logps",
     "sampling_per_token_logps", "importance_sampling_ratio",
 }
-
-
-def ddp_module(model: Any) -> tuple[Any, Any]:
-    """(the DDP wrapper, the module it runs) of ``model`` (seen through ``torch.compile``); (None, model) without DDP."""
-    from torch.nn.parallel import DistributedDataParallel
-
-    wrapped = getattr(model, "_orig_mod", model)
-    if isinstance(wrapped, DistributedDataParallel):
-        if getattr(wrapped, "_use_python_reducer", False):
-            raise RuntimeError("DDP's python reducer (compiled autograd) all-reduces in every backward; "
-                               "the piecewise loss cannot run under it")
-        return wrapped, wrapped.module
-    return None, model
-
-
-#: Elements per all-reduce in :func:`average_gradients` (DDP's default bucket is 25 MB, 6.5M float32 elements).
-BUCKET_ELEMENTS = 1 << 23
-
-
-def average_gradients(parameters: list[torch.nn.Parameter], world_size: int, group: Any = None) -> None:
-    """Average the gradients of ``parameters`` over the processes, as DDP's reducer does after a backward.
-
-    DDP multiplies each gradient by ``1 / world_size`` as it copies it into its bucket, then all-reduces the
-    bucket with a sum; the same here, a few flat buckets at a time. A parameter with no gradient on this
-    process takes part with zeros (every process must all-reduce the same tensors) and gets the average.
-    Every process must call this with the same parameters in the same order.
-    """
-    import torch.distributed as dist
-
-    buckets: dict[tuple[torch.dtype, torch.device], list[torch.nn.Parameter]] = {}
-    for parameter in parameters:
-        if parameter.grad is None:
-            parameter.grad = torch.zeros_like(parameter)
-        buckets.setdefault((parameter.grad.dtype, parameter.grad.device), []).append(parameter)
-    scale = 1.0 / world_size
-    for members in buckets.values():
-        start = 0
-        while start < len(members):
-            stop, size = start, 0
-            while stop < len(members) and (stop == start or size + members[stop].numel() <= BUCKET_ELEMENTS):
-                size += members[stop].numel()
-                stop += 1
-            grads = [p.grad for p in members[start:stop]]
-            flat = torch.cat([g.reshape(-1) for g in grads]).mul_(scale)
-            dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=group)
-            offset = 0
-            for grad in grads:
-                grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
-                offset += grad.numel()
-            start = stop
 
 
 def zero_gradient_term(model: Any) -> torch.Tensor:

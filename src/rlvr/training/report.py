@@ -13,12 +13,12 @@ completions.
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.evaluation.html_blocks import escape, key_value_table, page
 from rlvr.training.health import HEALTH_DIR
 from rlvr.training.report_evaluations import evaluation_sections
 
@@ -39,6 +39,10 @@ CURVES = [
     ("learning_rate", "Learning rate", [("learning_rate", "learning rate")], "lr"),
 ]
 TIME_KEYS = [("time/generation", "generation"), ("time/rewards", "reward scoring"), ("time/update", "update")]
+CSS = ("body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em}"
+       "img{width:48%;min-width:420px}table{border-collapse:collapse;font-size:13px}"
+       "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}pre{white-space:pre-wrap;margin:0}"
+       ".warn{background:#fff3cd;padding:.5em;margin:.3em 0}")
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -164,28 +168,21 @@ def _page(run_dir: Path, metrics: list[dict[str, Any]], figures: list[tuple[str,
     summary = _json(run_dir / "summary.json")
     warnings = read_records(run_dir / HEALTH_DIR / "warnings.jsonl")
     samples = read_records(run_dir / "samples.jsonl")
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>rlvr run report: {html.escape(run_dir.name)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em}"
-        "img{width:48%;min-width:420px}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}pre{white-space:pre-wrap;margin:0}"
-        ".warn{background:#fff3cd;padding:.5em;margin:.3em 0}</style></head><body>",
-        f"<h1>Training run: {html.escape(str(summary.get('recipe', run_dir.name)))}</h1>",
+    sections = [
+        f"<h1>Training run: {escape(summary.get('recipe', run_dir.name))}</h1>",
         _summary_table(run_dir, summary, metrics),
         "<h2>Health warnings</h2>",
-        "".join(f"<div class='warn'>step {w.get('step')}: {html.escape(str(w.get('message')))}</div>" for w in warnings)
+        "".join(f"<div class='warn'>step {w.get('step')}: {escape(w.get('message'))}</div>" for w in warnings)
         or "<p>None: no warning condition held for several steps in a row.</p>",
         "<h2>Curves</h2>",
-        "".join(f"<img src='{name}' alt='{html.escape(title)}' title='{html.escape(title)}'>" for name, title in figures),
+        "".join(f"<img src='{name}' alt='{escape(title)}' title='{escape(title)}'>" for name, title in figures),
         "<h2>Held-out evaluation</h2>",
         evaluation_sections(run_dir, summary, read_records),
         _eval_tables(run_dir),
         "<h2>Sample completions</h2>",
         _samples_table(samples),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return page(f"rlvr run report: {run_dir.name}", CSS, sections)
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -206,8 +203,7 @@ def _summary_table(run_dir: Path, summary: dict[str, Any], metrics: list[dict[st
         ("accuracy at the last step", _fmt(last.get("health/accuracy"))),
         ("zero-variance share at the last step", _fmt(last.get("zero_variance/share", last.get("frac_reward_zero_std")))),
     ]
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<table>{cells}</table>"
+    return key_value_table(rows)
 
 
 def _fmt(value: Any) -> str:
@@ -221,8 +217,7 @@ def _eval_tables(run_dir: Path) -> str:
     tables = ["<h3><code>rlvr eval</code> outputs in this directory</h3>"]
     for path in found:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in _flatten(data))
-        tables.append(f"<h3>{html.escape(str(path.relative_to(run_dir)))}</h3><table>{rows}</table>")
+        tables.append(f"<h3>{escape(path.relative_to(run_dir))}</h3>{key_value_table(_flatten(data))}")
     return "".join(tables)
 
 
@@ -247,8 +242,8 @@ def _samples_table(samples: list[dict[str, Any]], limit: int = 16) -> str:
         flags = " (dropped)" if s.get("dropped") else " (resampled)" if s.get("resampled") else ""
         advantage = s.get("advantage")
         rows.append(
-            f"<tr><td><pre>{html.escape(s['prompt'][-200:])}</pre></td><td><pre>{html.escape(s['completion'])}</pre></td>"
-            f"<td>{html.escape(str(s.get('extracted_answer')))}</td><td>{html.escape(rewards)}</td>"
+            f"<tr><td><pre>{escape(s['prompt'][-200:])}</pre></td><td><pre>{escape(s['completion'])}</pre></td>"
+            f"<td>{escape(s.get('extracted_answer'))}</td><td>{escape(rewards)}</td>"
             f"<td>{_fmt(advantage)}{flags}</td></tr>"
         )
     return f"<p>Step {last_step}, {len(chosen)} completions.</p><table>{header}{''.join(rows)}</table>"

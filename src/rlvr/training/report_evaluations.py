@@ -13,13 +13,12 @@ evaluation, with the question, the extracted answers and the gold.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
-from rlvr.evaluation.baselines import FIXED_COMPLETION
+from rlvr.evaluation.baselines import FIXED_COMPLETION, constant_line
+from rlvr.evaluation.html_blocks import escape
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts
-from rlvr.training.verdict import constant_line
 from rlvr.verifiers.keywords import WRITING_INDICATORS
 
 CHANGED_SHOWN = 3
@@ -38,7 +37,7 @@ def evaluation_sections(run_dir: Path, summary: dict[str, Any], read_records: An
     evaluations = evaluations or from_samples(samples)  # a run stopped before its summary: recount the samples
     if evaluations:
         split = evaluations[0].get("split", "validation")
-        parts.append(f"<h3>Held-out {_e(split)} items during training</h3>")
+        parts.append(f"<h3>Held-out {escape(split)} items during training</h3>")
         parts.append(_evaluations_table(evaluations, samples))
         parts.append(_changed_items(samples))
     if not parts:
@@ -69,28 +68,28 @@ def _verdict_table(test: dict[str, Any]) -> str:
     ]
     if "score_gain" in test:
         rows.append(("mean score", _number(before.get("mean_score"), 3), _number(after.get("mean_score"), 3)))
-    rows += [(_e(name), _share(flag.get("before"), 1), _share(flag.get("after"), 1)) for name, flag in (test.get("flags") or {}).items()]
+    rows += [(name, _share(flag.get("before"), 1), _share(flag.get("after"), 1)) for name, flag in (test.get("flags") or {}).items()]
     rows += _indicator_rows(before.get("breakdown") or {}, after.get("breakdown") or {})
     lines = [_row(cells, header=index == 0) for index, cells in enumerate(rows)]
     gain, interval = test.get("gain"), test.get("gain_ci95")
-    shots = "the training prompt" if test.get("shots") is None else f"{_e(test['shots'])}-shot"
+    shots = "the training prompt" if test.get("shots") is None else f"{escape(test['shots'])}-shot"
     if test.get("training_exemplar_counts"):
-        shots += f" (training mixed {_e('/'.join(map(str, test['training_exemplar_counts'])))} exemplars)"
-    facts = [f"{test.get('items', before.get('n', '?'))} test items, {_e(test.get('decoding', 'greedy'))}, {shots}"]
+        shots += f" (training mixed {escape('/'.join(map(str, test['training_exemplar_counts'])))} exemplars)"
+    facts = [f"{test.get('items', before.get('n', '?'))} test items, {escape(test.get('decoding', 'greedy'))}, {shots}"]
     if isinstance(gain, (int, float)):
         span = f" [95% CI {interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""
         facts.append(f"gain {gain:+.1%}{span}")
     if "now_right" in test:
         facts.append(f"{test['now_right']} now right, {test['now_wrong']} now wrong; McNemar exact p = {test.get('mcnemar_p', 1.0):.3g}")
     for name, flag in (test.get("flags") or {}).items():
-        facts.append(f"{_e(name)}: {flag['now_yes']} now yes, {flag['now_no']} now no; McNemar exact p = {flag['mcnemar_p']:.3g}")
+        facts.append(f"{escape(name)}: {flag['now_yes']} now yes, {flag['now_no']} now no; McNemar exact p = {flag['mcnemar_p']:.3g}")
     if "score_gain" in test:
         facts.append(f"mean score {test['score_gain']:+.3f}, paired Wilcoxon p = {test['score_wilcoxon_p']:.3g}")
     constant = test.get("constant_answer") or {}
     if constant.get("kind") == FIXED_COMPLETION:  # one fixed completion judged on every item (no single gold answer)
-        facts.append(_e(constant_line(constant)))
+        facts.append(escape(constant_line(constant)))
     elif isinstance(constant.get("accuracy"), (int, float)):
-        facts.append(f"always answering {_e(repr(constant.get('answer')))}: {constant['accuracy']:.1%}")
+        facts.append(f"always answering {escape(repr(constant.get('answer')))}: {constant['accuracy']:.1%}")
     return f"<table>{''.join(lines)}</table><p>{'; '.join(facts)}.</p>"
 
 
@@ -144,15 +143,15 @@ def _changed_items(samples: list[dict[str, Any]]) -> str:
         if not chosen:
             continue
         questions = any(first[i].get("question") for i in chosen)  # runs before records kept questions: none
-        parts.append(f"<h4>{len(chosen)} {title} (step {_e(steps[0])} → {_e(steps[-1])})</h4><table>")
+        parts.append(f"<h4>{len(chosen)} {title} (step {escape(steps[0])} → {escape(steps[-1])})</h4><table>")
         parts.append(_row(["item"] + (["question"] if questions else [])
                           + [f"answer at step {steps[0]}", f"answer at step {steps[-1]}", "gold"], header=True))
         for item in chosen[:CHANGED_SHOWN]:
             old, new = first[item], last[item]
-            cells = [_e(item)] + ([f"<pre>{_e(_clip(old.get('question', '')))}</pre>"] if questions else [])
-            cells += [f"<pre>{_e(_clip(old.get('extracted_answer')))}</pre>", f"<pre>{_e(_clip(new.get('extracted_answer')))}</pre>",
-                      f"<pre>{_e(_clip(new.get('ground_truth')))}</pre>"]
-            parts.append(_row(cells, escape=False))
+            cells = [escape(item)] + ([f"<pre>{escape(_clip(old.get('question', '')))}</pre>"] if questions else [])
+            cells += [f"<pre>{escape(_clip(old.get('extracted_answer')))}</pre>", f"<pre>{escape(_clip(new.get('extracted_answer')))}</pre>",
+                      f"<pre>{escape(_clip(new.get('ground_truth')))}</pre>"]
+            parts.append(_row(cells, html=True))
         parts.append("</table>")
     return "".join(parts)
 
@@ -179,10 +178,7 @@ def _clip(value: Any, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
-def _row(cells: list[Any], header: bool = False, escape: bool = True) -> str:
+def _row(cells: list[Any], header: bool = False, html: bool = False) -> str:
+    """A table row of text cells, escaped here; with ``html`` the cells are HTML as given."""
     tag = "th" if header else "td"
-    return "<tr>" + "".join(f"<{tag}>{_e(c) if escape else c}</{tag}>" for c in cells) + "</tr>"
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value))
+    return "<tr>" + "".join(f"<{tag}>{c if html else escape(c)}</{tag}>" for c in cells) + "</tr>"

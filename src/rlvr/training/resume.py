@@ -27,8 +27,9 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from rlvr import atomic, faults
+from rlvr import atomic, faults, runlock
 from rlvr.checkpoints import STATE_FILE, file_sizes
+from rlvr.errors import RlvrError
 
 RUN_FILE = "rlvr_run.json"
 
@@ -253,3 +254,33 @@ def finish_from_last_checkpoint(trainer: Any, checkpoint: Path, run_id: str | No
             mlflow.MlflowClient().set_terminated(run_id, status="FINISHED")
         except Exception:  # another store, a deleted run: nothing to close
             pass
+
+
+def checkpoint_to_resume(output_dir: Path, resume: bool | str) -> Path | None:
+    """The checkpoint ``resume`` names, if complete: ``True``/'latest' is the newest complete one in
+    ``output_dir``, and each newer incomplete one (a save cut by a kill or a full disk) is set aside, in one
+    line each."""
+    from rlvr import checkpoints as saved
+
+    if not resume:
+        return None
+    if isinstance(resume, str) and resume not in ("true", "latest"):
+        if not Path(resume).is_dir():
+            raise RlvrError(f"checkpoint to resume from not found: {resume}")
+        why = saved.incomplete(Path(resume))
+        if why:
+            raise RlvrError(f"checkpoint {resume} is incomplete ({why}); resume from an earlier one or with --resume "
+                            "for the latest complete one.")
+        return Path(resume)
+    found = saved.checkpoints(output_dir)
+    if not found:
+        raise RlvrError(f"--resume: no checkpoint-* directory in {output_dir}; train with grpo.save_steps set first.")
+    for checkpoint in found:
+        why = saved.incomplete(checkpoint)
+        if not why:
+            return checkpoint
+        aside = saved.set_aside(checkpoint) if runlock.main_rank() else checkpoint
+        print(f"rlvr: --resume: {checkpoint.name} is incomplete ({why}); set aside as {aside.name}, "
+              "resuming from the one before.", file=sys.stderr, flush=True)
+    raise RlvrError(f"--resume: no complete checkpoint in {output_dir} (every one was cut short and set aside); "
+                    "run without --resume to start from step 0.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr.evaluation.baselines import FIXED_COMPLETION
+from rlvr.evaluation.baselines import constant_line
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_difference_interval, paired_score_test
 from rlvr.verifiers.keywords import WRITING_INDICATORS
 
@@ -109,25 +109,6 @@ def headline(v: dict[str, Any]) -> str:
     if baseline:
         lines.append(f"  {baseline}")
     return "\n".join(lines)
-
-
-def constant_line(constant: dict[str, Any]) -> str | None:
-    """The constant baseline in one line: the most common answer's accuracy, or the best fixed completion's
-    full-credit share and score (None where there is none to show, e.g. an older summary's)."""
-    if constant.get("kind") == FIXED_COMPLETION:
-        return _fixed_completion_line(constant)
-    if constant.get("accuracy") is None:
-        return None
-    return f"always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}"
-
-
-def _fixed_completion_line(constant: dict[str, Any]) -> str:
-    if constant.get("accuracy") is None:
-        return f"one fixed completion for every item: {constant.get('note', 'none judged')}"
-    step = f", step {constant['best_step']}" if constant.get("best_step") is not None else ""
-    score = f", score {constant['mean_score']:.2f}" if constant.get("graded") else ""
-    return (f"one fixed completion for every item (best of {constant.get('judged', '?')}: {constant.get('best')}{step}): "
-            f"{constant['accuracy']:.1%} full credit{score}")
 
 
 def _indicator_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
