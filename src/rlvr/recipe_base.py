@@ -16,8 +16,8 @@ fields that size a run (:data:`SIZING_RUN_FIELDS`), never TRL's defaults silentl
 says so in one line. Its ``model`` and ``task`` stay its own.
 
 Every leaf value's origin is kept (:meth:`Resolved.origin`): ``file``, ``base NAME``, ``--set``, ``default``
-(a dataclass default) or ``default (cpu-default)`` (the rule above). :func:`annotated_yaml` writes a resolved
-recipe with one trailing comment per line saying so (``rlvr recipe show``).
+(a dataclass default) or ``default (cpu-default)`` (the rule above); :mod:`rlvr.recipe_show` writes a resolved
+recipe with a comment on each value saying so (``rlvr recipe show``).
 
 This module reads YAML only (no TRL, no torch); :mod:`rlvr.config` validates the result into a ``Recipe``.
 """
@@ -34,6 +34,7 @@ import yaml
 
 from rlvr.config_utils import check_keys
 from rlvr.errors import RlvrError
+from rlvr.recipe_show import flow
 from rlvr.registry import closest
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
@@ -270,50 +271,10 @@ def _size_for_the_machine(resolved: Resolved) -> None:
                 run[key] = copy.deepcopy(default["run"][key])
                 resolved.origins[("run", key)] = SIZED
                 taken.append(key)
-    shown = ", ".join(f"{key} {_flow(data[section][key])}" for section, key in NOTE_FIELDS
+    shown = ", ".join(f"{key} {flow(data[section][key])}" for section, key in NOTE_FIELDS
                       if isinstance(data.get(section), dict) and key in data[section]
                       and (section == "grpo" or key in taken))
     resolved.notes.append(
         f"recipe {display(resolved.path)} has no grpo section: using {DEFAULT_RECIPE}'s ({shown}, ...); set base: or "
         f"grpo: to choose (rlvr recipe show {display(resolved.path)} lists every value)."
     )
-
-
-# ---- rlvr recipe show ------------------------------------------------------------------------------------
-
-
-def _flow(value: Any) -> str:
-    """One value as flow-style YAML on one line."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=10**9, sort_keys=False, allow_unicode=True).strip()
-    return text.removesuffix("\n...").removesuffix("...").strip()
-
-
-def annotated_yaml(recipe: dict[str, Any], origin: Any, notes: dict[KeyPath, str] | None = None) -> str:
-    """``recipe`` (``Recipe.to_dict()``) as YAML, each value's line ending in ``# ORIGIN`` (``origin(path)``).
-
-    Mappings are written as blocks (nested ones too), everything else in flow style on one line; a list of
-    mappings gets one line per item. ``notes`` adds a comment line at the end of a mapping's block.
-    """
-    lines: list[tuple[str, str]] = []  # (text, comment)
-
-    def block(node: dict[str, Any], at: KeyPath, indent: int) -> None:
-        pad = "  " * indent
-        for key, value in node.items():
-            here = (*at, key)
-            name = _flow(key)
-            if isinstance(value, dict) and value:
-                lines.append((f"{pad}{name}:", ""))
-                block(value, here, indent + 1)
-            elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-                lines.append((f"{pad}{name}:", ""))
-                for item in value:
-                    lines.append((f"{pad}  - {_flow(item)}", origin(here)))
-            else:
-                lines.append((f"{pad}{name}: {_flow(value)}", origin(here)))
-        if notes and at in notes:
-            lines.append((f"{pad}# {notes[at]}", ""))
-
-    block(recipe, (), 0)
-    width = max((len(text) for text, comment in lines if comment and len(text) <= 48), default=0)  # long ones: past it
-    out = [f"{text:<{width}}   # {comment}" if comment else text for text, comment in lines]
-    return "\n".join(out) + "\n"

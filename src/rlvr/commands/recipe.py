@@ -28,7 +28,8 @@ def run_show(args: argparse.Namespace) -> int:
     import yaml
 
     from rlvr.config import resolve_recipe
-    from rlvr.recipe_base import annotated_yaml, display
+    from rlvr.recipe_base import display
+    from rlvr.recipe_show import annotated_yaml
 
     recipe, resolved = resolve_recipe(args.recipe, args.overrides)
     data = recipe.to_dict()
