@@ -8,13 +8,13 @@ answer (for code: the program that ran), the gold and the task's details (test o
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.evaluation.baselines import constant_line
 from rlvr.evaluation.figure import graded
+from rlvr.evaluation.html_blocks import embedded_png, escape, page, table
 
 SAMPLES_SHOWN = 3
 CLIP = 2000
@@ -24,16 +24,13 @@ def write_report(result: Any, path: str | Path, figure: str | Path | None) -> Pa
     """report.html; ``figure`` None (it could not be drawn) leaves a note where it would be."""
     summary, records = result.summary, result.records
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>rlvr evaluation</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>rlvr evaluation: {_e(summary.get('task', ''))}, {_e(summary.get('split', ''))} split</h1>",
+        f"<h1>rlvr evaluation: {escape(summary.get('task', ''))}, {escape(summary.get('split', ''))} split</h1>",
     ]
     for note in summary.get("warnings", []):
-        parts.append(f"<div class='warning'>{_e(note)}</div>")
+        parts.append(f"<div class='warning'>{escape(note)}</div>")
     parts.append(_setup(summary))
     if figure is not None:
-        image = base64.b64encode(Path(figure).read_bytes()).decode("ascii")
-        parts.append(f"<img alt='accuracy figure' src='data:image/png;base64,{image}'>")
+        parts.append(embedded_png(figure, "accuracy figure", title=False))
     else:
         parts.append("<p class='warning'>The figure could not be drawn; the numbers below are complete.</p>")
     parts.append(_results_table(summary))
@@ -41,24 +38,23 @@ def write_report(result: Any, path: str | Path, figure: str | Path | None) -> Pa
     if summary.get("comparisons"):
         parts.append(_comparisons_table(summary))
     parts.append(_samples(records, summary.get("takes_shots", True)))
-    parts.append("</body></html>")
     path = Path(path)
-    path.write_text("\n".join(parts), encoding="utf-8")
+    path.write_text(page("rlvr evaluation", _CSS, parts), encoding="utf-8")
     return path
 
 
 def _setup(summary: dict[str, Any]) -> str:
     decoding = summary.get("decoding", {})
     models = "".join(
-        f"<li><b>{_e(m['label'])}</b>: {_e(m['model'])}{' + adapter ' + _e(m['adapter']) if m.get('adapter') else ''}</li>"
+        f"<li><b>{escape(m['label'])}</b>: {escape(m['model'])}{' + adapter ' + escape(m['adapter']) if m.get('adapter') else ''}</li>"
         for m in summary.get("models", [])
     )
     if summary.get("score_only"):
-        how = f"completions read from {_e(summary['score_only'])} and scored here"
+        how = f"completions read from {escape(summary['score_only'])} and scored here"
     else:
-        how = (f"backend {_e(summary.get('backend', ''))}; greedy decoding, up to {decoding.get('max_new_tokens', '?')} new tokens"
+        how = (f"backend {escape(summary.get('backend', ''))}; greedy decoding, up to {decoding.get('max_new_tokens', '?')} new tokens"
                + (f"; {decoding['samples']} samples per item at T={decoding['temperature']}" if decoding.get("samples") else ""))
-    return (f"<p>{summary.get('items', '?')} items ({_e(summary.get('item_selection', ''))}); {how}; "
+    return (f"<p>{summary.get('items', '?')} items ({escape(summary.get('item_selection', ''))}); {how}; "
             f"{summary.get('seconds', '?')} s.</p><ul>{models}</ul>")
 
 
@@ -70,7 +66,7 @@ def _results_table(summary: dict[str, Any]) -> str:
     forms = any(r.get("format_rate") is not None for r in results)
     shots = summary.get("takes_shots", True)
     greedy = "greedy" if not summary.get("score_only") else "as given"
-    head = ["model"] + (["shots"] if shots else []) + ["n", f"{_e(name)} ({greedy})", "95% CI"]
+    head = ["model"] + (["shots"] if shots else []) + ["n", f"{name} ({greedy})", "95% CI"]
     head += (["mean score [95% CI]"] if scores else []) + (["well-formed"] if forms else []) + ["stopped", "mean tokens"]
     head += [f"pass@{k} (sampled)" for k in ks]
     published = any("published_accuracy" in r for r in results)
@@ -78,7 +74,7 @@ def _results_table(summary: dict[str, Any]) -> str:
     rows = []
     for r in results:
         counted = f" ({r['correct']})" if r.get("correct") is not None else " (pass@1 over samples)"
-        cells = [_e(r["model"])] + ([r.get("shots")] if shots else [])
+        cells = [escape(r["model"])] + ([r.get("shots")] if shots else [])
         cells += [r["n"], f"{r['accuracy']:.1%}{counted}", _span(r["ci95"])]
         if scores:
             cells.append(f"{r['mean_score']:.3f} [{r['mean_score_ci95'][0]:.3f}, {r['mean_score_ci95'][1]:.3f}]")
@@ -90,12 +86,12 @@ def _results_table(summary: dict[str, Any]) -> str:
             cells += ([f"{r['published_accuracy']:.1%} ({r['published_correct']})", _span(r["published_ci95"])]
                       if "published_accuracy" in r else ["", ""])
         rows.append(cells)
-    note = f"<p>{_e(name)}: the share of items the task judges correct ({greedy})."
+    note = f"<p>{escape(name)}: the share of items the task judges correct ({greedy})."
     if ks:
         note += " pass@k: unbiased estimate from the sampled completions (Chen et al. 2021)."
     if summary.get("published_scoring"):
-        note += f"</p><p><b>published accuracy</b>: {_e(summary['published_scoring'])}"
-    return "<h2>Results</h2>" + _table(head, rows) + note + "</p>"
+        note += f"</p><p><b>published accuracy</b>: {escape(summary['published_scoring'])}"
+    return "<h2>Results</h2>" + table(head, rows) + note + "</p>"
 
 
 def _breakdowns(summary: dict[str, Any], takes_shots: bool) -> str:
@@ -104,27 +100,29 @@ def _breakdowns(summary: dict[str, Any], takes_shots: bool) -> str:
     parts = []
     for title in titles:
         keys = list(dict.fromkeys(k for r in results for k in r["breakdown"].get(title, {})))
-        head = ["configuration"] + [_e(k) for k in keys]
-        rows = [[_e(r["model"]) + (f", {r.get('shots')}-shot" if takes_shots else "")]
+        head = ["configuration"] + keys
+        rows = [[escape(r["model"]) + (f", {r.get('shots')}-shot" if takes_shots else "")]
                 + [_share(r["breakdown"].get(title, {}).get(k)) for k in keys] for r in results]
-        parts.append(f"<h3>{_e(title)}</h3>" + _table(head, rows))
+        parts.append(f"<h3>{escape(title)}</h3>" + table(head, rows))
     return "<h2>Breakdown</h2>" + "".join(parts) if parts else ""
 
 
 def _comparisons_table(summary: dict[str, Any]) -> str:
     name = summary.get("accuracy_name") or "accuracy"
-    head = ["shots", "first", "second", "items", "only first right", "only second right", f"{_e(name)} difference",
+    head = ["shots", "first", "second", "items", "only first right", "only second right", f"{name} difference",
             "McNemar exact p", "score difference", "Wilcoxon p"]
     rows = []
     for c in summary["comparisons"]:
         paired = "only_first" in c
         rows.append([
-            c["shots"], _e(c["first"]), _e(c["second"]), c["n"],
+            c["shots"], escape(c["first"]), escape(c["second"]), c["n"],
             c["only_first"] if paired else "–", c["only_second"] if paired else "–",
             f"{c['accuracy_difference']:+.1%}" if paired else "–", f"{c['p_value']:.3g}" if paired else "–",
             f"{c['score_difference']:+.3f}", f"{c['score_p_value']:.3g}",
         ])
-    return ("<h2>Paired comparisons (same items)</h2>" + _table(head, rows)
+    baseline = constant_line(summary.get("constant_answer") or {})
+    beside = f"<p><b>Baseline beside the gain</b> (as the training verdict): {escape(baseline)}.</p>" if baseline else ""
+    return ("<h2>Paired comparisons (same items)</h2>" + table(head, rows) + beside
             + "<p>McNemar: exact test on the items only one configuration got right. Wilcoxon: signed-rank test "
               "on the per-item scores (greedy score, or the pass rate over samples).</p>")
 
@@ -135,7 +133,7 @@ def _samples(records: list[dict[str, Any]], takes_shots: bool) -> str:
     for model, shots in keys:
         mine = [r for r in records if r["model"] == model and r["shots"] == shots]
         rows = [r for r in mine if r["sample"] is None] or mine
-        parts.append(f"<h3>{_e(model)}{f', {shots}-shot' if takes_shots else ''}</h3><div class='pair'>")
+        parts.append(f"<h3>{escape(model)}{f', {shots}-shot' if takes_shots else ''}</h3><div class='pair'>")
         for verdict, title in ((True, "correct"), (False, "incorrect")):
             chosen = [r for r in rows if bool(r["correct"]) is verdict][:SAMPLES_SHOWN]
             parts.append(f"<div><h4>{title} ({sum(bool(r['correct']) is verdict for r in rows)})</h4>")
@@ -149,11 +147,11 @@ def _sample(record: dict[str, Any], title: str) -> str:
     sample = "" if record.get("sample") is None else f" · sample {record['sample']}"
     score = f" · score {record['score']:.3f}" if isinstance(record.get("score"), (int, float)) else ""
     return (
-        f"<div class='sample {title}'><div class='meta'>{_e(record['id'])}{sample}{score}</div>"
-        f"<details><summary>question</summary><pre>{_e(_clip(record.get('question')))}</pre></details>"
-        f"<div class='meta'>completion</div><pre>{_e(_clip(record.get('completion')))}</pre>"
-        f"<div class='meta'>extracted answer</div><pre>{_e(_clip(record.get('extracted_answer')))}</pre>"
-        f"<div class='meta'>gold</div><pre>{_e(_clip(record.get('ground_truth')))}</pre>"
+        f"<div class='sample {title}'><div class='meta'>{escape(record['id'])}{sample}{score}</div>"
+        f"<details><summary>question</summary><pre>{escape(_clip(record.get('question')))}</pre></details>"
+        f"<div class='meta'>completion</div><pre>{escape(_clip(record.get('completion')))}</pre>"
+        f"<div class='meta'>extracted answer</div><pre>{escape(_clip(record.get('extracted_answer')))}</pre>"
+        f"<div class='meta'>gold</div><pre>{escape(_clip(record.get('ground_truth')))}</pre>"
         f"{_details(record.get('details'))}</div>"
     )
 
@@ -162,7 +160,7 @@ def _details(details: Any) -> str:
     if not details:
         return ""
     text = json.dumps(details, ensure_ascii=False, indent=1, default=str)
-    return f"<details><summary>details</summary><pre>{_e(_clip(text))}</pre></details>"
+    return f"<details><summary>details</summary><pre>{escape(_clip(text))}</pre></details>"
 
 
 def _span(interval: list[float]) -> str:
@@ -180,16 +178,6 @@ def _number(value: Any) -> str:
 def _clip(value: Any) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= CLIP else text[:CLIP] + f" … ({len(text) - CLIP} more characters)"
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    header = "".join(f"<th>{h}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value))
 
 
 _CSS = """

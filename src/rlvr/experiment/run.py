@@ -3,7 +3,8 @@ counts, then write one directory with everything and one HTML report.
 
 Stages (each skipped when it already finished with the same settings, see :mod:`.stages`):
 
-1. ``train``: the recipe, into ``DIR/train`` (an interrupted run resumes from its latest checkpoint);
+1. ``train``: the recipe, into ``DIR/train`` (an interrupted run resumes from its latest checkpoint;
+   :mod:`.training_stage`);
 2. ``eval-base`` and ``eval-trained``: the first ``run.sweep_items`` test items at every shot count of
    ``run.sweep_shots``, greedy, the recipe's own task and prompt options, scored strictly (the training
    reward's verdict) and the published way (:mod:`rlvr.evaluation.published`);
@@ -27,6 +28,7 @@ from rlvr.errors import RlvrError
 from rlvr.evaluation.published import DECODINGS, PUBLISHED_MAX_NEW_TOKENS, check_choice
 from rlvr.experiment.stages import StageLog, settings_key
 from rlvr.experiment.summary import BASE, TRAINED, build_summary
+from rlvr.experiment.training_stage import recipe_settings, run_training, train_done
 from rlvr.experiment.variants import describe, variant_settings, variant_stage
 
 #: Task options that shape the training data only; the evaluation items are chosen by the sweep settings.
@@ -77,22 +79,24 @@ def _run_experiment(config: ExperimentConfig, say: Any) -> ExperimentResult:
     result = ExperimentResult(out, {}, out / "report.html")
     start = time.time()
     recipe = training_recipe(config)
-    from rlvr import timeouts
+    from rlvr.run_parts import build_parts
 
-    timeouts.configure(recipe.run)  # the user's code is timed as in training, also when training is skipped
+    parts = build_parts(recipe)
+    parts.apply_policies()  # the user's code timed and sandboxed as in training, also when training is skipped
+    say(parts.line())
     sweep = sweep_settings(config, recipe)
 
     specs = model_specs(recipe)
     variants = variant_settings(recipe, sweep, TRAINING_ONLY_OPTIONS)  # a wrong task option fails before training
     total = 1 + len(specs) * (1 + len(variants))
 
-    train_key = settings_key(_recipe_settings(recipe))
+    train_key = settings_key(recipe_settings(recipe))
     say(f"[1/{total}] train '{recipe.name}' -> {recipe.output_dir}")
-    if _train_done(log, train_key, recipe):
+    if train_done(log, train_key, recipe):
         say("      done before with these settings: skipped")
         result.skipped.append("train")
     else:
-        _train(log, train_key, recipe)
+        run_training(log, train_key, recipe)
         result.ran.append("train")
 
     records: list[dict[str, Any]] = []
@@ -156,7 +160,7 @@ def experiment_plan(config: ExperimentConfig) -> dict[str, Any]:
     log = StageLog(out / "stages.json")
     recipe = training_recipe(config)
     sweep = sweep_settings(config, recipe)
-    train_key = settings_key(_recipe_settings(recipe))
+    train_key = settings_key(recipe_settings(recipe))
     adapter = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
     stages = [{"name": "train", "output": str(recipe.output_dir),
                "done": log.done("train", train_key, [recipe.output_dir / "summary.json", adapter])}]
@@ -196,10 +200,15 @@ def sweep_settings(config: ExperimentConfig, recipe: Recipe) -> dict[str, Any]:
         raise RlvrError(f"shot counts must lie in 0..8, got {shots!r}.")
     if not isinstance(items, int) or items < 1:
         raise RlvrError(f"the number of evaluated items must be a positive integer, got {items!r}.")
+    from rlvr.run_parts import build_parts
+
+    parts = build_parts(recipe)
     published = config.decoding == "published"
-    max_new_tokens = PUBLISHED_MAX_NEW_TOKENS if published else int(recipe.grpo.get("max_completion_length") or 256)
+    max_new_tokens = PUBLISHED_MAX_NEW_TOKENS if published else parts.max_completion_length
     options = {k: v for k, v in recipe.task_options.items() if k not in TRAINING_ONLY_OPTIONS}
+    template = {"chat_format": parts.chat_format} if parts.chat_format else {}  # the base evaluated as it trained
     return {
+        **template,
         "task": recipe.task_name,
         "task_options": options,
         "split": "test",
@@ -233,6 +242,7 @@ def evaluate_spec(spec: Any, sweep: dict[str, Any], config: ExperimentConfig) ->
         models=[spec], task=sweep["task"], task_options=dict(sweep["task_options"]), shots=list(sweep["shots"]),
         split=sweep["split"], limit=sweep["items"], max_new_tokens=sweep["max_new_tokens"],
         batch_size=sweep["batch_size"], backend=sweep["backend"], dtype=sweep["dtype"], progress=config.progress,
+        chat_format=sweep.get("chat_format"),
     )
     if sweep["decoding"] == "published":
         eval_config.decoding = "published"
@@ -251,38 +261,6 @@ def add_published_verdicts(records: list[dict[str, Any]], sweep: dict[str, Any])
     items = load_items(sweep["task"], sweep["task_options"], sweep["split"], sweep["shots"], sweep["items"])
     prompts = {(shots, str(row.get("id"))): row["prompt"] for shots, dataset in items.items() for row in dataset}
     add_published(records, [prompts[r["shots"], str(r["id"])] for r in records])
-
-
-def _recipe_settings(recipe: Recipe) -> dict[str, Any]:
-    data = recipe.to_dict()
-    # Not training settings: where it goes, and the held-out variants (added to a finished experiment, they
-    # must not make its training stale; the key is unchanged from before variants existed).
-    data["run"] = {k: v for k, v in data["run"].items() if k not in ("output_dir", "sweep_variants")}
-    return data
-
-
-def _train_done(log: StageLog, key: str, recipe: Recipe) -> bool:
-    adapter = recipe.output_dir / ("adapter" if recipe.model.lora else "model")
-    if log.done("train", key, [recipe.output_dir / "summary.json", adapter]):
-        return True
-    started = log.entries.get("train-started", {}).get("key")
-    if started is not None and started != key and recipe.output_dir.exists() and any(recipe.output_dir.iterdir()):
-        raise RlvrError(
-            f"{recipe.output_dir} holds a training run with other settings; give another --output, "
-            f"or delete {recipe.output_dir} to train again."
-        )
-    return False
-
-
-def _train(log: StageLog, key: str, recipe: Recipe) -> None:
-    from rlvr.checkpoints import latest_checkpoint
-    from rlvr.training.run import train
-
-    resume = latest_checkpoint(recipe.output_dir) is not None and log.recorded_key("train-started") == key
-    log.finish("train-started", key, 0.0)
-    began = time.time()
-    result = train(recipe, resume=resume)
-    log.finish("train", key, time.time() - began, steps=result.steps, resumed=bool(resume))
 
 
 def _describe(spec: Any) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import Recipe
-from rlvr.evaluation.baselines import answer_key
+from rlvr.verifiers.answer_keys import answer_key
 
 BASE, TRAINED = "base", "trained"
 

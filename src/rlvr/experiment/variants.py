@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlvr.config import Recipe, variant_slug
+from rlvr.config import Recipe
 from rlvr.errors import RlvrError
+from rlvr.recipe_sections import variant_slug
 
 
 def variant_settings(recipe: Recipe, sweep: dict[str, Any], training_only: tuple[str, ...]) -> list[dict[str, Any]]:
