@@ -37,7 +37,8 @@ KINDS = (("matmul", ("aten::mm", "aten::addmm", "aten::linear")),
 def rollout_batches(count: int):  # noqa: ANN201
     from rlvr.config import load_recipe
     from rlvr.evaluation.backends import render_prompts
-    from rlvr.models import load_tokenizer, resolve_model
+    from rlvr.model_sources import resolve_model
+    from rlvr.models import load_tokenizer
     from rlvr.tasks import get_task
 
     recipe = load_recipe("cpu-default")

@@ -49,9 +49,10 @@ def plain_trl_trainer(recipe):  # noqa: ANN001, ANN201
     """TRL's GRPOTrainer on the recipe's model, task data, rewards and settings: nothing of rlvr's inside it."""
     from trl import GRPOTrainer
 
-    from rlvr.models import load_model, load_tokenizer, lora_config, resolve_model
+    from rlvr.model_sources import resolve_model
+    from rlvr.models import load_model, load_tokenizer, lora_config
     from rlvr.tasks import get_task
-    from rlvr.training.run import grpo_config
+    from rlvr.training.grpo_args import grpo_config
 
     task = get_task(recipe.task_name, recipe.task_options)
     model_path = resolve_model(recipe.model.name_or_path)

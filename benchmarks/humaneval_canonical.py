@@ -10,7 +10,7 @@ import argparse
 import time
 
 from rlvr.rewards.code import CodeScorer
-from rlvr.tasks.code import load_humaneval
+from rlvr.tasks.code_datasets import load_humaneval
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from rlvr.evaluation.score_only import score_file
-from rlvr.tasks.code import load_humaneval
+from rlvr.tasks.code_datasets import load_humaneval
 
 TIMEOUT = 3.0
 _COMMENTED_EXEC = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.MULTILINE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rlvr.verifiers.keyword_rubric import load_rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 from rlvr.verifiers.keywords import judge
 
 SAMPLES = [

@@ -130,7 +130,7 @@ def qwen2_shaped_model(directory: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from rlvr.models import resolve_model
+    from rlvr.model_sources import resolve_model
 
     if (directory / "config.json").exists():
         return directory

@@ -298,7 +298,7 @@ HOLDOUT: list[Entry] = [
 #: panel and the first held-out set, before any of these was probed, by the same criteria (short one-line answers,
 #: easy settings, not in either earlier set), three whose answers are words of their question beyond chance
 #: (knights_knaves, group_anagrams, string_insertion: 0.9-1.0 on 64 generated items, by
-#: ``rlvr.training.probe.answer_in_prompt``) and three whose are not (caesar_cipher, fraction_simplification,
+#: ``rlvr.training.probe_figures.answer_in_prompt``) and three whose are not (caesar_cipher, fraction_simplification,
 #: shortest_path: 0.0), so both sides of the new rule are tried. Every one is trained whatever its verdict.
 #: Replaced after ``--holdout 2 --check``, before any probe: countdown (its scorer read 186 of 200 gold answers)
 #: by group_anagrams, and caesar_cipher's 1-2 words (718 distinct questions) by 2-3.
@@ -413,7 +413,7 @@ def task_of(entry: Entry) -> Any:
 
 def tokenizer() -> Any:
     """SmolLM2's tokenizer from rlvr's model cache (None when the model was never fetched: no token counts)."""
-    from rlvr.models import cache_dir
+    from rlvr.model_sources import cache_dir
 
     path = cache_dir() / "models" / "smollm2-135m-instruct" / "tokenizer.json"
     if not path.is_file():
@@ -443,8 +443,8 @@ def token_counts(tok: Any, test: Any) -> dict[str, Any]:
 
 def check_entry(entry: Entry, tok: Any) -> dict[str, Any]:
     """The data checks of one entry: loads, sizes, disjoint splits, gold readable, answer fits, constant answer."""
-    from rlvr.evaluation.baselines import constant_answer_accuracy
     from rlvr.tasks.answer_line import gold_as_answer_line
+    from rlvr.verifiers.answer_keys import constant_answer_accuracy
 
     start = time.time()
     row: dict[str, Any] = {"category": category(entry.dataset), "problems": []}
@@ -611,7 +611,8 @@ def refigure(entries: Sequence[Entry], root: Path, items: int) -> None:
     the same rows (the recipe's first ``items`` training rows in training order; no model needed), and marked."""
     from rlvr.config import load_recipe
     from rlvr.tasks import get_task
-    from rlvr.training.probe import answer_in_prompt, training_rows
+    from rlvr.training.probe import training_rows
+    from rlvr.training.probe_figures import answer_in_prompt
 
     for entry in entries:
         path = run_dir(root, entry) / "probe.json"
@@ -712,16 +713,16 @@ def train(entry: Entry, seed: int, why: str, root: Path, args: argparse.Namespac
 
 
 def verdict_of(data: dict[str, Any] | None) -> str | None:
-    """The verdict today's rules (``rlvr.training.probe.verdict``) give the probe's recorded figures: a rule added
-    after a probe applies to it without rerunning the model. None: no probe."""
+    """The verdict today's rules (``rlvr.training.probe_verdict.verdict``) give the probe's recorded figures: a rule
+    added after a probe applies to it without rerunning the model. None: no probe."""
     now = current_verdict(data)
     return now.name if now else None
 
 
 def current_verdict(data: dict[str, Any] | None) -> Any:
-    """Today's :class:`~rlvr.training.probe.Verdict` for a probe.json (the recorded one where its figures are not
-    complete enough to judge again)."""
-    from rlvr.training.probe import Chance, Figures, Verdict, verdict
+    """Today's :class:`~rlvr.training.probe_verdict.Verdict` for a probe.json (the recorded one where its figures are
+    not complete enough to judge again)."""
+    from rlvr.training.probe_verdict import Chance, Figures, Verdict, verdict
 
     if not data or "verdict" not in data:
         return None
@@ -847,7 +848,7 @@ def mixed(figures: dict[str, Any]) -> float | None:
     """Groups with right and wrong completions: those whose correctness moves GRPO (None: not recorded)."""
     from types import SimpleNamespace
 
-    from rlvr.training.probe import mixed_groups
+    from rlvr.training.probe_verdict import mixed_groups
 
     if "groups_all_right" not in figures or "groups_all_wrong" not in figures:
         return None

@@ -27,7 +27,8 @@ ARMS = {"fp32": [], "nf4": ["model.load_in_4bit=true", "model.quantization_fallb
 
 def footprint(recipe_name: str, four_bit: bool) -> int:
     from rlvr.config import load_recipe
-    from rlvr.models import load_model, resolve_model
+    from rlvr.model_sources import resolve_model
+    from rlvr.models import load_model
 
     overrides = ARMS["nf4"] if four_bit else []
     recipe = load_recipe(recipe_name, overrides)

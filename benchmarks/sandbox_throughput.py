@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rlvr.sandbox import Limits, Sandbox, from_asserts, from_check
-from rlvr.tasks.code import load_humaneval
+from rlvr.tasks.code_datasets import load_humaneval
 
 
 def trivial_programs(count: int) -> list[dict]:

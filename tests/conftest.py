@@ -14,6 +14,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # its tolerances do not depend on the machine; tests of bf16 ask for it (RLVR_CPU_BF16=1 emulates such a CPU).
 os.environ.setdefault("RLVR_CPU_BF16", "0")
 
+#: The recipes behind BENCHMARKS.md's keyword rounds (inputs of the measurements, not built-in recipes).
+BENCHMARK_RECIPES = Path(__file__).resolve().parent.parent / "benchmarks" / "recipes"
+
 # Problems written for rlvr's tests (not GSM8K items), in GSM8K's format.
 FIXTURE_PROBLEMS = [
     ("A farmer has 4 pens with 6 goats in each. How many goats are there?", "There are 4*6=<<4*6=24>>24 goats.\n#### 24"),

@@ -66,14 +66,14 @@ def main(model_dir: str, out_dir: str) -> None:
     trainer._prepare_inputs = lambda inputs: inputs  # the micro-batches above, not TRL's generation buffer
     trainer.current_gradient_accumulation_steps = 2
     learning_pieces = []
-    trainer_loss_chunks = sys.modules["rlvr.training.trainer"].loss_chunks
+    trainer_loss_chunks = sys.modules["rlvr.training.piece_loop"].loss_chunks
 
     def counting_chunks(inputs, loss_type, rows_per_chunk):  # noqa: ANN001, ANN202
         chunks = trainer_loss_chunks(inputs, loss_type, rows_per_chunk)
         learning_pieces.append(sum(bool(inputs["advantages"][r].any()) for r, _ in chunks))
         return chunks
 
-    sys.modules["rlvr.training.trainer"].loss_chunks = counting_chunks
+    sys.modules["rlvr.training.piece_loop"].loss_chunks = counting_chunks
 
     def step(chunks: str | None, loss_chunk_rows: int) -> dict:
         trainer.shared_prompt.chunks = chunks

@@ -3,8 +3,10 @@
 import re
 
 import pytest
+from conftest import BENCHMARK_RECIPES
 
-from rlvr.audit import PROBE_SETS, audit
+from rlvr.audit.probe_sets import PROBE_SETS
+from rlvr.audit.runner import audit
 from rlvr.cli import main
 from rlvr.rewards import REWARDS
 from rlvr.rewards.base import build_reward, completion_text, named
@@ -148,7 +150,7 @@ def test_cli_audit_skips_keyword_probes_for_a_rubric_they_were_not_written_for(t
 
 def test_cli_audit_probes_a_recipe_with_the_diagnosis_reward_alone_around_a_vignette(tmp_path, capsys):
     recipe = tmp_path / "diagnosis.yaml"
-    recipe.write_text("base: keywords-named-12-cited-cpu-smollm2\nname: diagnosis-alone\n"
+    recipe.write_text(f"base: {BENCHMARK_RECIPES / 'keywords-named-12-cited-cpu-smollm2.yaml'}\nname: diagnosis-alone\n"
                       "rewards:\n  - {name: diagnosis, weight: 2.0, with_finding: true}\n")
     main(["reward", "audit", "--recipe", str(recipe)])
     out = capsys.readouterr().out

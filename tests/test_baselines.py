@@ -1,6 +1,6 @@
 """The constant-answer baseline: always giving the train split's most common answer."""
 
-from rlvr.evaluation.baselines import constant_answer_accuracy, most_common_answer
+from rlvr.verifiers.answer_keys import constant_answer_accuracy, most_common_answer
 
 
 def test_most_common_answer_compares_numbers_as_numbers():

@@ -122,3 +122,26 @@ def test_the_cli_hides_the_bitsandbytes_hub_kernel_warning_but_not_its_errors():
     main(["recipe", "show", "cpu-default"])
     assert not logger.isEnabledFor(logging.WARNING)
     assert logger.isEnabledFor(logging.ERROR)
+
+
+def test_plain_text_turns_rest_markup_into_its_words():
+    from rlvr.commands.list import plain_text
+
+    assert plain_text(":func:`closeness_score` in [0, 1]") == "closeness_score in [0, 1]"
+    assert plain_text("see :mod:`~rlvr.verifiers.keywords` and :class:`the task <rlvr.tasks.Task>`") == (
+        "see keywords and the task")
+    assert plain_text("within ``tolerance`` of\n   the `answer_column` **value**, *else* 0") == (
+        "within tolerance of the answer_column value, else 0")
+
+
+def test_rlvr_list_is_plain_text_one_line_per_entry(capsys):
+    from rlvr.config import builtin_recipes
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "`" not in out and ":func:" not in out and ":mod:" not in out
+    recipes = out.split("recipes:\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split()[0] for line in recipes[:-1]] == builtin_recipes()
+    assert "31.5% -> 77.0% on 200 held-out test items" in next(line for line in recipes if "cpu-default" in line)
+    rewards = out.split("rewards:\n")[1].splitlines()
+    assert next(line for line in rewards if line.split()[:1] == ["closeness"]).endswith("(default weight 0.5).")

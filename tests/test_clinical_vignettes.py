@@ -13,10 +13,10 @@ from rlvr.tasks.clinical_vignettes import (
     PER_CONDITION,
     generate_vignettes,
     handwritten_prompts,
-    load_conditions,
     normalise,
     skeleton,
 )
+from rlvr.tasks.vignette_conditions import load_conditions
 
 PATIENT = re.compile(r"\b([Aa]n?) (\d+)-(year|month)-old (man|woman|boy|girl)\b")
 MALE_WORDS = re.compile(r"\b(he|his|him|himself)\b", re.IGNORECASE)

@@ -3,10 +3,14 @@
 import json
 from types import SimpleNamespace
 
-from rlvr.evaluation.baselines import FIXED_COMPLETION, best_candidate, constant_completion_baseline
+from rlvr.evaluation.baselines import (
+    FIXED_COMPLETION,
+    best_candidate,
+    constant_baseline,
+    constant_completion_baseline,
+)
 from rlvr.tasks import get_task
 from rlvr.tasks.base import Outcome
-from rlvr.training.run import constant_baseline
 from rlvr.training.top_completions import TopCompletions
 
 GENERIC_NOTE = "The patient should see a doctor. I would follow up later."
@@ -91,7 +95,7 @@ def test_kept_completions_are_saved_with_a_checkpoint_and_restored_on_resume(tmp
 
 
 def test_headline_prints_the_best_fixed_completion_in_one_line():
-    from rlvr.training.verdict import constant_line
+    from rlvr.evaluation.baselines import constant_line
 
     baseline = {"kind": FIXED_COMPLETION, "accuracy": 0.024, "mean_score": 0.31, "graded": True, "judged": 4,
                 "best": "the top training rollout", "best_step": 12}

@@ -17,7 +17,8 @@ import torch
 from two_ranks import rank_environment, run_two_ranks
 
 import rlvr
-from rlvr.training.chunked_loss import average_gradients, why_not_chunked, why_not_distributed
+from rlvr.training.chunked_loss import why_not_chunked, why_not_distributed
+from rlvr.training.piece_loop import average_gradients
 
 WORKER = Path(__file__).with_name("ddp_piecewise_worker.py")
 

@@ -68,7 +68,8 @@ def test_the_messages_are_one_line():
 
 
 def test_train_checks_the_engine_before_loading_anything(monkeypatch):
-    from rlvr.config import ModelConfig, Recipe, RunConfig
+    from rlvr.config import Recipe, RunConfig
+    from rlvr.recipe_sections import ModelConfig
     from rlvr.training.run import build_trainer
 
     monkeypatch.setattr("rlvr.launch.engines.vllm_installed", no)
@@ -80,7 +81,7 @@ def test_train_checks_the_engine_before_loading_anything(monkeypatch):
 
 def test_vllm_recipe_fields_pass_through_to_trl_grpo_config():
     from rlvr.config import load_recipe
-    from rlvr.training.run import grpo_config
+    from rlvr.training.grpo_args import grpo_config
 
     overrides = ["grpo.use_vllm=true", "grpo.vllm_mode=server", "grpo.vllm_server_base_url=http://10.0.0.2:8000",
                  "grpo.vllm_gpu_memory_utilization=0.25", "run.output_dir=/tmp/rlvr-vllm-fields"]

@@ -54,6 +54,20 @@ def test_eval_writes_samples_summary_figure_and_report_that_agree(tiny, data, tm
     assert summary["split"] == "test" and summary["item_selection"] == "first 2 items of the split"
 
 
+def test_each_gain_is_printed_beside_the_training_verdicts_constant_baseline(tiny, data, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run_eval("--model", tiny, "--model", tiny, "--data", data, "--shots", "0,2", "--output", str(out)) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    # The train split's answers are 10, 5 and 1,500 once each: the first seen is the constant; it is right on 1 of 3.
+    assert summary["constant_answer"]["answer"] == "10" and summary["constant_answer"]["accuracy"] == pytest.approx(1 / 3)
+    lines = capsys.readouterr().out.splitlines()
+    beside = [i for i, line in enumerate(lines) if line.startswith("    baseline beside the gain: ")]
+    assert len(beside) == 2 and all(" vs " in lines[i - 1] for i in beside)
+    assert lines[beside[0]].endswith("always answering '10' (the train split's most common answer): 33.3%")
+    assert "Baseline beside the gain</b> (as the training verdict): always answering &#x27;10&#x27;" in (
+        out / "report.html").read_text()
+
+
 def test_a_limit_beyond_the_split_is_reported_as_the_whole_split(tiny, data, tmp_path):
     assert run_eval("--model", tiny, "--data", data, "--shots", "0", "--limit", "1000", "--output", str(tmp_path)) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -75,7 +75,7 @@ def test_records_are_on_disk_as_each_configuration_finishes(tmp_path, monkeypatc
     evaluation = importlib.import_module("rlvr.evaluation.evaluate")  # the module, not the function of that name
     (tmp_path / "test.jsonl").write_text("".join(json.dumps({"question": f"{i} + 4?", "answer": f"#### {i + 4}"}) + "\n"
                                                  for i in range(3)))
-    monkeypatch.setattr("rlvr.models.resolve_model", lambda name: name)
+    monkeypatch.setattr("rlvr.model_sources.resolve_model", lambda name: name)
 
     def backend(name, spec, config, task):
         if spec.label == "second":

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rlvr.audit import KEYWORD_PROBES
+from rlvr.audit.keyword_probes import KEYWORD_PROBES
 from rlvr.errors import RlvrError
 from rlvr.evaluation.backends import Generation, Sampling
 from rlvr.evaluation.evaluate import EvalResult, generate_and_score, load_items, summarize, write_outputs

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rlvr.audit import HONEST_CORRECT, KEYWORD_PROBES
+from rlvr.audit.keyword_probes import KEYWORD_PROBES
+from rlvr.audit.probe import HONEST_CORRECT
 from rlvr.errors import RlvrError
 from rlvr.rewards import build_reward
 from rlvr.rewards.copying import copied_share
@@ -101,7 +102,8 @@ def test_without_example_notes_the_verdict_has_no_copy_table():
 
 
 def audit_with(rewards):
-    from rlvr.audit import audit, keyword_item_probes
+    from rlvr.audit.keyword_probes import keyword_item_probes
+    from rlvr.audit.runner import audit
 
     task = get_task("keywords", {"shots": 1, "per_item": True, "name_is_diagnosis": True})
     specs = [{"name": name} for name in rewards]
@@ -109,8 +111,8 @@ def audit_with(rewards):
 
 
 def test_the_audit_probes_the_example_copied_and_renamed():
-    from rlvr.audit import example_probes
-    from rlvr.verifiers.conditions import conditions_named
+    from rlvr.audit.keyword_probes import example_probes
+    from rlvr.verifiers.condition_mentions import conditions_named
 
     copied, renamed = example_probes(CELLULITIS, "community-acquired-pneumonia")
     assert copied.completion == CELLULITIS

@@ -122,11 +122,19 @@ def test_evaluation_never_imports_training():
     assert not {m: t for m, t in leaks.items() if t}
 
 
+def test_tasks_never_import_evaluation():
+    """Tasks sit below evaluation: what both need (the constant-answer baseline) lives in verifiers/."""
+    graph = import_graph()
+    leaks = {m: sorted(t for t in targets if t.startswith("rlvr.evaluation"))
+             for m, targets in graph.items() if m.startswith("rlvr.tasks")}
+    assert not {m: t for m, t in leaks.items() if t}
+
+
 def test_only_tasks_name_the_rewards_that_decide_correctness():
     """No module outside tasks/ and rewards/ names a deciding reward as a string, or keeps a list of them."""
     deciding = {"correctness", "code_execution", "keywords", "format"}
     # The audit's probe sets and `rlvr reward audit` name the rewards they run, not what is correct.
-    allowed = {"rlvr.audit", "rlvr.commands.reward"}
+    allowed = {"rlvr.audit.probe_sets", "rlvr.audit.keyword_probes", "rlvr.commands.reward"}
     offenders = []
     for name, path in module_names().items():
         if name.startswith(("rlvr.tasks", "rlvr.rewards")) or name in allowed:

@@ -8,8 +8,8 @@ from rlvr.errors import RlvrError
 from rlvr.rewards.keywords import item_of, judge_completion
 from rlvr.tasks import get_task
 from rlvr.tasks.note_exemplars import BUILTIN_SETS, load_exemplar_notes
-from rlvr.verifiers.conditions import findings_in
-from rlvr.verifiers.keyword_rubric import load_rubric
+from rlvr.verifiers.condition_mentions import findings_in
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 
 CONDITIONS = {"cellulitis", "gout"}
 

@@ -12,7 +12,7 @@ import pytest
 from rlvr.errors import RlvrError
 from rlvr.tasks import get_task
 from rlvr.verifiers.conditions import make_item
-from rlvr.verifiers.keyword_rubric import load_rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 from rlvr.verifiers.keywords import judge
 
 VIGNETTE = (

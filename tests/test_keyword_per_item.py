@@ -7,13 +7,17 @@ import hashlib
 import json
 
 import pytest
+from conftest import BENCHMARK_RECIPES
 
 from rlvr.errors import RlvrError
 from rlvr.rewards import build_reward
 from rlvr.tasks import get_task
-from rlvr.tasks.clinical_vignettes import generate_vignettes, load_conditions
-from rlvr.verifiers.conditions import findings_in, load_table, make_item, name_forms
-from rlvr.verifiers.keyword_rubric import load_rubric
+from rlvr.tasks.clinical_vignettes import generate_vignettes
+from rlvr.tasks.vignette_conditions import load_conditions
+from rlvr.verifiers.condition_mentions import findings_in
+from rlvr.verifiers.condition_table import load_table, name_forms
+from rlvr.verifiers.conditions import make_item
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 from rlvr.verifiers.keywords import judge
 
 VIGNETTE = (
@@ -257,6 +261,24 @@ def test_per_item_rows_carry_condition_and_findings_columns_the_reward_reads():
     ]
 
 
+def test_rows_without_a_condition_are_said_in_one_line_once(tmp_path, capsys):
+    prompts = tmp_path / "prompts.jsonl"
+    rows = [{"prompt": f"{VIGNETTE} ({n})", **({"condition": PNEUMONIA} if n < 4 else {})} for n in range(10)]
+    prompts.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    task = get_task("keywords", {"prompts": str(prompts), "per_item": True})
+    task.load("test")
+    task.load("train")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"rlvr: keywords per_item: 6 of 10 prompts in {prompts} have no 'condition' field; those rows "
+                     "are judged by the rubric alone, without the per-item check."]
+
+
+def test_prompts_that_all_carry_a_condition_or_no_per_item_check_load_without_a_word(capsys):
+    get_task("keywords", {"prompts": "generated", "per_item": True, "limit": 2}).load("test")
+    get_task("keywords", {"prompts": "builtin"}).load("test")  # 9 rows lack a condition, but nothing checks it
+    assert capsys.readouterr().err == ""
+
+
 def test_the_judge_and_breakdown_report_the_diagnosis_named_correctly():
     task = get_task("keywords", {"per_item": True})
     rows = [{"question": VIGNETTE, "condition": PNEUMONIA, "findings": ["crackles"], "rubric": ""}] * 2
@@ -374,7 +396,9 @@ def test_a_fixed_note_earns_full_credit_only_on_its_own_conditions_test_vignette
 
 
 def test_the_per_item_audit_keeps_every_diagnosis_probe_below_the_honest_note():
-    from rlvr.audit import HONEST_CORRECT, audit, keyword_item_probes
+    from rlvr.audit.keyword_probes import keyword_item_probes
+    from rlvr.audit.probe import HONEST_CORRECT
+    from rlvr.audit.runner import audit
 
     result = audit(keyword_item_probes(), [build_reward("keywords", {"per_item": True})])
     by_name = {r.probe.name: r.reward for r in result.results}
@@ -383,7 +407,8 @@ def test_the_per_item_audit_keeps_every_diagnosis_probe_below_the_honest_note():
 
 
 def test_the_diagnosis_probes_are_exploits_of_the_rubric_alone():
-    from rlvr.audit import audit, keyword_item_probes
+    from rlvr.audit.keyword_probes import keyword_item_probes
+    from rlvr.audit.runner import audit
 
     result = audit(keyword_item_probes(), [build_reward("keywords")])
     assert {r.probe.name for r in result.exploits} == {"wrong_diagnosis", "several_diagnoses", "fixed_generic_note"}
@@ -400,7 +425,7 @@ def test_the_default_keywords_audit_has_no_per_item_probes_and_passes(capsys):
 def test_the_diagnosis_recipe_audits_around_a_real_vignette_and_passes(capsys):
     from rlvr.cli import main
 
-    assert main(["reward", "audit", "--recipe", "keywords-diagnosis-cpu-smollm2"]) == 0
+    assert main(["reward", "audit", "--recipe", str(BENCHMARK_RECIPES / "keywords-diagnosis-cpu-smollm2.yaml")]) == 0
     out = capsys.readouterr().out
     assert "per-item probes around test vignette gen-community-acquired-pneumonia-" in out
     assert "fixed_generic_note" in out and "PASS" in out
@@ -409,7 +434,7 @@ def test_the_diagnosis_recipe_audits_around_a_real_vignette_and_passes(capsys):
 def test_the_diagnosis_recipe_is_the_keywords_recipe_with_the_per_item_check_and_the_diagnosis_reward():
     from rlvr.config import load_recipe
 
-    base, recipe = load_recipe("keywords-cpu-smollm2"), load_recipe("keywords-diagnosis-cpu-smollm2")
+    base, recipe = load_recipe("keywords-cpu-smollm2"), load_recipe(str(BENCHMARK_RECIPES / "keywords-diagnosis-cpu-smollm2.yaml"))
     assert recipe.task_options == {**base.task_options, "per_item": True}
     assert (recipe.grpo, recipe.model) == (base.grpo, base.model)
     assert [r["name"] for r in recipe.rewards] == ["keywords", "diagnosis"]

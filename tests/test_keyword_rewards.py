@@ -11,7 +11,7 @@ from rlvr.cli import main
 from rlvr.errors import RlvrError
 from rlvr.rewards import build_reward
 from rlvr.tasks import get_task
-from rlvr.verifiers.keyword_rubric import load_rubric, parse_rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric, parse_rubric
 from rlvr.verifiers.keywords import judge
 
 CLINICAL = (

@@ -7,7 +7,7 @@ import pytest
 from rlvr.errors import RlvrError
 from rlvr.tasks import get_task
 from rlvr.tasks.splits import normalize_question
-from rlvr.verifiers.keyword_rubric import load_rubric
+from rlvr.verifiers.keyword_rubric_loader import load_rubric
 from rlvr.verifiers.keywords import judge
 
 

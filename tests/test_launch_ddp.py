@@ -1,8 +1,9 @@
 """A real multi-process run: `rlvr launch --config ddp --num-processes 2` trains GRPO on CPU (gloo).
 
 It trains the suite's tiny random Llama model (conftest's ``tiny_model_dir``). Each launched Python process loads a
-``sitecustomize`` probe that records, at exit, its rank and the process group it was in,
-so the test sees both ranks joined one 2-process gloo group, not two lone runs.
+``sitecustomize`` probe that records its rank, the process group it joined and, at exit, whether it had left that
+group, so the test sees both ranks joined one 2-process gloo group, not two lone runs, and tore it down before
+the interpreter's exit (:mod:`rlvr.training.process_group`).
 """
 
 import json
@@ -21,21 +22,27 @@ pytestmark = pytest.mark.slow
 
 PROBE = textwrap.dedent(
     """
-    import atexit, json, os, sys
+    import atexit, json, os
 
-    def _record():
-        torch = sys.modules.get("torch")
-        if torch is None or "RANK" not in os.environ or "RLVR_PROBE_DIR" not in os.environ:
-            return
-        dist = torch.distributed
-        info = {"rank": int(os.environ["RANK"]), "initialized": dist.is_available() and dist.is_initialized()}
-        if info["initialized"]:
-            info.update(world_size=dist.get_world_size(), backend=str(dist.get_backend()))
-        path = os.path.join(os.environ["RLVR_PROBE_DIR"], "rank-%d.json" % info["rank"])
-        with open(path, "w") as handle:
-            json.dump(info, handle)
+    if "RANK" in os.environ and "RLVR_PROBE_DIR" in os.environ:
+        import torch.distributed as dist
 
-    atexit.register(_record)
+        _path = os.path.join(os.environ["RLVR_PROBE_DIR"], "rank-%d.json" % int(os.environ["RANK"]))
+        _info = {"rank": int(os.environ["RANK"]), "initialized": False}
+        _init = dist.init_process_group
+
+        def _recording_init(*args, **kwargs):
+            out = _init(*args, **kwargs)
+            _info.update(initialized=True, world_size=dist.get_world_size(), backend=str(dist.get_backend()))
+            return out
+
+        def _record():
+            _info["left_group_before_exit"] = not dist.is_initialized()
+            with open(_path, "w") as handle:
+                json.dump(_info, handle)
+
+        dist.init_process_group = _recording_init
+        atexit.register(_record)
     """
 )
 
@@ -104,6 +111,12 @@ def test_both_ranks_joined_one_gloo_group(ddp_run):
     assert [r["rank"] for r in records] == [0, 1]
     for record in records:
         assert record["initialized"] and record["world_size"] == 2 and record["backend"] == "gloo"
+
+
+def test_both_ranks_left_the_group_before_exiting(ddp_run):
+    _, _, probes = ddp_run
+    records = [json.loads(p.read_text()) for p in probes.glob("rank-*.json")]
+    assert len(records) == 2 and all(record["left_group_before_exit"] for record in records)
 
 
 def test_two_grpo_steps_ran_and_exactly_one_adapter_was_saved(ddp_run):

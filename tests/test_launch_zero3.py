@@ -3,7 +3,9 @@
 The published combination (QLoRA under ZeRO-3) on the suite's tiny random Llama model: two processes join
 with gloo through DeepSpeed's CPU accelerator, NF4 weights stored in float32 so ZeRO-3 can partition them,
 in-training test evaluation, an adapter saved once and merged into a fresh full-precision base. Each launched
-process loads a ``sitecustomize`` probe that wraps ``deepspeed.initialize`` and records the engine it built.
+process loads a ``sitecustomize`` probe that wraps ``deepspeed.initialize`` and records the engine it built, and
+at exit whether the process had left its process group (:mod:`rlvr.training.process_group`): a rank that left it
+to the interpreter's exit sometimes aborted there, and the launch returned 1.
 """
 
 import json
@@ -49,6 +51,17 @@ PROBE = textwrap.dedent(
             return out
 
         deepspeed.initialize = _recording_initialize
+
+        def _record_exit():
+            import torch.distributed as dist
+
+            path = os.path.join(os.environ["RLVR_PROBE_DIR"], "exit-%d.json" % int(os.environ["RANK"]))
+            with open(path, "w") as handle:
+                json.dump({"left_group_before_exit": not dist.is_initialized()}, handle)
+
+        import atexit
+
+        atexit.register(_record_exit)
     """
 )
 
@@ -122,6 +135,12 @@ def test_both_ranks_built_a_zero3_engine_on_cpu_in_one_gloo_group(zero3_run):
     for record in records:
         assert record["world_size"] == 2 and record["backend"] == "gloo"
         assert record["zero_stage"] == 3 and record["device"] == "cpu"
+
+
+def test_both_ranks_left_the_group_before_exiting(zero3_run):
+    _, _, probes = zero3_run
+    exits = [json.loads(p.read_text()) for p in sorted(probes.glob("exit-*.json"))]
+    assert len(exits) == 2 and all(record["left_group_before_exit"] for record in exits)
 
 
 def test_each_rank_holds_about_half_of_the_partitioned_parameters(zero3_run):

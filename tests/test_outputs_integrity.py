@@ -91,31 +91,31 @@ def test_latest_checkpoint_skips_incomplete_ones(tmp_path):
 
 
 def test_resume_sets_an_incomplete_checkpoint_aside_in_one_line_and_uses_the_one_before(tmp_path, capsys):
-    from rlvr.training.run import _checkpoint_to_resume
+    from rlvr.training.resume import checkpoint_to_resume
 
     _checkpoint(tmp_path, 2)
     _checkpoint(tmp_path, 4, complete=False)
-    assert _checkpoint_to_resume(tmp_path, "latest") == tmp_path / "checkpoint-2"
+    assert checkpoint_to_resume(tmp_path, "latest") == tmp_path / "checkpoint-2"
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "checkpoint-4 is incomplete" in lines[0] and "incomplete-checkpoint-4" in lines[0]
     assert (tmp_path / "incomplete-checkpoint-4" / "optimizer.pt").is_file()  # kept for a look, out of the trainer's way
 
 
 def test_resume_from_a_named_incomplete_checkpoint_is_one_clear_error(tmp_path):
-    from rlvr.training.run import _checkpoint_to_resume
+    from rlvr.training.resume import checkpoint_to_resume
 
     path = _checkpoint(tmp_path, 2)
     (path / "optimizer.pt").unlink()
     with pytest.raises(RlvrError, match="optimizer.pt is missing"):
-        _checkpoint_to_resume(tmp_path, str(path))
+        checkpoint_to_resume(tmp_path, str(path))
 
 
 def test_resume_with_only_incomplete_checkpoints_says_to_start_over(tmp_path):
-    from rlvr.training.run import _checkpoint_to_resume
+    from rlvr.training.resume import checkpoint_to_resume
 
     _checkpoint(tmp_path, 2, complete=False)
     with pytest.raises(RlvrError, match="no complete checkpoint.*without --resume"):
-        _checkpoint_to_resume(tmp_path, True)
+        checkpoint_to_resume(tmp_path, True)
 
 
 # ------------------------------------------------------------------ one run per output directory

@@ -1,6 +1,7 @@
 """The ``overlong`` reward: TRL's soft overlong punishment, its token limit taken from the recipe's generation limit."""
 
 import pytest
+from conftest import BENCHMARK_RECIPES
 
 from rlvr.config import load_recipe, recipe_from_dict
 from rlvr.errors import RlvrError
@@ -66,7 +67,7 @@ def test_without_a_generation_limit_it_takes_trls_default():
 
 
 def test_a_set_generation_limit_reaches_it():
-    recipe = load_recipe("keywords-named-12-ended-cpu-smollm2", ["grpo.max_completion_length=200"])
+    recipe = load_recipe(str(BENCHMARK_RECIPES / "keywords-named-12-ended-cpu-smollm2.yaml"), ["grpo.max_completion_length=200"])
     assert {"name": "overlong", "weight": 1.0, "max_tokens": 200} in recipe.rewards
 
 
@@ -85,7 +86,9 @@ def test_grpo_training_passes_it_the_completion_token_ids(tiny_model_dir, tmp_pa
 
 
 def test_the_reward_audit_says_it_cannot_judge_it_and_leaves_it_out():
-    from rlvr.audit import audit, keyword_item_probes, render_table, verdict
+    from rlvr.audit.keyword_probes import keyword_item_probes
+    from rlvr.audit.report import render_table, verdict
+    from rlvr.audit.runner import audit
     from rlvr.tasks import get_task
 
     task = get_task("keywords", {"per_item": True})

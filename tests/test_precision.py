@@ -60,8 +60,8 @@ def test_cpu_flags_are_read_from_x86_and_arm_cpuinfo(tmp_path):
 
 
 def test_the_recipe_model_section_chooses_the_same_precision_for_training_and_evaluation(bf16_cpu):
-    from rlvr.config import ModelConfig
     from rlvr.models import model_precision
+    from rlvr.recipe_sections import ModelConfig
 
     assert model_precision(ModelConfig(dtype="auto", lora=True)).dtype == "bfloat16"
     assert model_precision(ModelConfig(dtype="auto", lora=False)).dtype == "float32"  # full fine-tuning
@@ -69,8 +69,8 @@ def test_the_recipe_model_section_chooses_the_same_precision_for_training_and_ev
 
 
 def test_an_evaluation_line_names_the_weights_dtype_and_no_optimizer(bf16_cpu):
-    from rlvr.config import ModelConfig
     from rlvr.models import model_precision
+    from rlvr.recipe_sections import ModelConfig
 
     line = model_precision(ModelConfig(dtype="auto", lora=True), evaluating=True).line()
     assert line.startswith("rlvr: precision: bfloat16 weights (auto:") and "optimizer" not in line

@@ -12,7 +12,18 @@ from rlvr.evaluation.backends import Generation
 from rlvr.tasks import get_task
 from rlvr.tasks.base import Outcome
 from rlvr.training import probe as probing
-from rlvr.training.probe import Chance, Figures, choice_chance, pass_at_g, verdict, zero_variance_shares
+from rlvr.training.probe_figures import (
+    answer_in_prompt,
+    choice_chance,
+    is_choice_task,
+    item_records,
+    judge_generations,
+    option_counts,
+    pass_at_g,
+    zero_variance_shares,
+)
+from rlvr.training.probe_render import table
+from rlvr.training.probe_verdict import Chance, Figures, Probe, verdict
 
 RIGHT, WRONG = "2 + 2 = 4.\n#### The final answer is 4\n", "2 + 2 = 5.\n#### The final answer is 5\n"
 RAMBLE = "2 + 2 is a sum of two"
@@ -127,7 +138,7 @@ def test_the_constant_answer_is_the_train_splits_most_common_on_the_probed_items
     greedy = [group[0] for group in sampled]
     f = probing.figures_from(task, recipe, rows, greedy, sampled, [[0.5], [0.5]], ["1000", "3", "1,000"])
     assert f.constant == {"answer": "1000", "accuracy": 0.5, "n": 2}
-    assert "always answering '1000'" in probing.table(probing.Probe(f, verdict(f)))
+    assert "always answering '1000'" in table(Probe(f, verdict(f)))
     assert probing.figures_from(task, recipe, rows, greedy, sampled, [[0.5], [0.5]]).constant is None
 
 
@@ -138,31 +149,31 @@ def rows_of(*pairs):
 def test_answers_picked_from_their_own_question_score_near_one():
     rows = rows_of(("Which name is said last: Ann, Bo, Cy?", "Cy"), ("Reverse: red blue", "blue red"),
                    ("Which is larger, 17 or 23?", "23"), ("Who spoke: Zaak said hi.", "Zaak"))
-    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 1.0
+    assert answer_in_prompt(get_task("gsm8k"), rows) == 1.0
 
 
 def test_computed_answers_score_zero():
     rows = rows_of(("What is 2 + 2?", "4"), ("What is 3 + 5?", "8"), ("What is 6 * 7?", "42"))
-    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 0.0
+    assert answer_in_prompt(get_task("gsm8k"), rows) == 0.0
 
 
 def test_an_answer_set_every_question_spells_out_is_chance_not_grounding():
     names = "Ann, Bo and Cy sit in a row. Who sits in the middle"
     rows = rows_of((f"{names}, left to right?", "Bo"), (f"{names}, right to left?", "Bo"),
                    (f"{names}, Cy first?", "Ann"), (f"{names}, Ann last?", "Cy"))
-    assert probing.answer_in_prompt(get_task("gsm8k"), rows) == 0.0
+    assert answer_in_prompt(get_task("gsm8k"), rows) == 0.0
 
 
 def test_answer_in_prompt_is_none_without_one_gold_answer_a_question_or_for_a_choice_task():
     rows = rows_of(("Pick: A) red B) blue", "B"), ("Pick: A) one B) two", "A"))
-    assert probing.answer_in_prompt(SimpleNamespace(single_gold_answer=True, verifier="choice"), rows) is None
-    assert probing.answer_in_prompt(SimpleNamespace(single_gold_answer=False), rows) is None
-    assert probing.answer_in_prompt(get_task("gsm8k"), [{"prompt": "p", "final_answer": "4"}] * 2) is None
+    assert answer_in_prompt(SimpleNamespace(single_gold_answer=True, verifier="choice"), rows) is None
+    assert answer_in_prompt(SimpleNamespace(single_gold_answer=False), rows) is None
+    assert answer_in_prompt(get_task("gsm8k"), [{"prompt": "p", "final_answer": "4"}] * 2) is None
 
 
 def test_the_table_shows_answers_in_the_question_and_the_computed_verdict():
     f = figures(answer_in_prompt=0.05, groups_all_wrong=0.5)
-    shown = probing.table(probing.Probe(f, verdict(f)))
+    shown = table(Probe(f, verdict(f)))
     assert "answers in the question   5.0% beyond chance" in shown
     assert "computed: the gold answers are words of their own question on 5%" in shown
 
@@ -198,14 +209,14 @@ def test_figures_per_fact_are_greedy_pass_at_1_and_pass_at_g():
 
 def test_the_table_has_a_line_per_fact():
     f = probing.figures_from(*fact_probe())
-    lines = probing.table(probing.Probe(f, verdict(f))).splitlines()
+    lines = table(Probe(f, verdict(f))).splitlines()
     line = "  shows its working         greedy 50.0%   pass@1 25.0%   pass@2 50.0%"
     assert line in lines and lines[lines.index(line) - 1].startswith("  zero-variance groups")
 
 
 def test_item_records_keep_each_rows_verdicts_and_facts():
     task, _, rows, greedy, sampled, _ = fact_probe()
-    records = probing.item_records(task, rows, probing.judge_generations(task, rows, greedy, sampled))
+    records = item_records(task, rows, judge_generations(task, rows, greedy, sampled))
     assert records == [
         {"id": "a", "greedy_correct": True, "sampled_correct": 0,
          "flags": {"shows its working": {"greedy": True, "sampled": 1}}},
@@ -213,7 +224,7 @@ def test_item_records_keep_each_rows_verdicts_and_facts():
          "flags": {"shows its working": {"greedy": False, "sampled": 0}}},
     ]
     f = probing.figures_from(*fact_probe())
-    assert probing.Probe(f, verdict(f), {"rows": "two"}, records).to_json()["items"] == records
+    assert Probe(f, verdict(f), {"rows": "two"}, records).to_json()["items"] == records
 
 
 def test_a_task_without_facts_has_no_flag_figures():
@@ -223,7 +234,7 @@ def test_a_task_without_facts_has_no_flag_figures():
     greedy, sampled = [Generation(RIGHT, 6, True)], [[Generation(WRONG, 6, True)]]
     f = probing.figures_from(task, recipe, rows, greedy, sampled, [[0.0]])
     assert f.flags == {} and f.to_json()["flags"] == {}
-    assert "greedy" not in probing.table(probing.Probe(f, verdict(f))).splitlines()[-2]
+    assert "greedy" not in table(Probe(f, verdict(f))).splitlines()[-2]
 
 
 def test_reward_totals_apply_the_recipe_weights_as_trl_does():
@@ -258,7 +269,7 @@ def test_choice_options_come_from_the_choices_field(tmp_path):
     task = get_task("jsonl", {"path": str(path), "question": "q", "answer": "a", "verifier": "choice",
                               "choices": "options", "template": "{question}\n{choices}"})
     rows = [dict(r) for r in task.load("train")]
-    assert probing.is_choice_task(task) and probing.option_counts(task, rows) == [3] * len(rows)
+    assert is_choice_task(task) and option_counts(task, rows) == [3] * len(rows)
 
 
 # ----------------------------------------------------------------------------- the command

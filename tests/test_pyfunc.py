@@ -10,7 +10,7 @@ import pytest
 
 from rlvr.errors import RlvrError
 from rlvr.tasks import get_task
-from rlvr.tasks.pyfunc import TEMPLATES, TESTS_PER_PROBLEM, make_problem
+from rlvr.tasks.pyfunc_templates import TEMPLATES, TESTS_PER_PROBLEM, make_problem
 
 SMALL = {"train_size": 60, "validation_size": 20, "test_size": 30, "timeout": 2.0}
 

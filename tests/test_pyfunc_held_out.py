@@ -9,7 +9,8 @@ import pytest
 
 from rlvr.errors import RlvrError
 from rlvr.tasks import get_task
-from rlvr.tasks.pyfunc import KINDS, TEMPLATES, held_out_templates, template_groups
+from rlvr.tasks.pyfunc_held_out import KINDS, held_out_templates, template_groups
+from rlvr.tasks.pyfunc_templates import TEMPLATES
 
 SMALL = {"train_size": 60, "validation_size": 20, "test_size": 30}
 RECIPE = "code-functions-unseen-cpu-smollm2"

@@ -6,15 +6,10 @@ Config objects and the merge path are built on CPU: bitsandbytes and a GPU are n
 import pytest
 import torch
 
-from rlvr.config import ModelConfig
-from rlvr.models import (
-    CHATML_TEMPLATE,
-    apply_chat_format,
-    deepspeed_zero3,
-    merge_adapter,
-    model_kwargs,
-    quantization_config,
-)
+from rlvr.chat_format import CHATML_TEMPLATE, apply_chat_format
+from rlvr.lora_merge import merge_adapter
+from rlvr.models import deepspeed_zero3, model_kwargs, quantization_config
+from rlvr.recipe_sections import ModelConfig
 
 ZERO3_ENV = {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}
 

@@ -231,6 +231,25 @@ def test_recipe_show_prints_yaml_with_each_values_origin(tmp_path, capsys):
     assert yaml.safe_load(out) == load_recipe(path, ["grpo.max_steps=3"]).to_dict()  # valid YAML, the same recipe
 
 
+def test_recipe_show_aligns_the_comments_after_values_written_over_several_lines(tmp_path, capsys):
+    path = write(tmp_path / "r.yaml", "base: cpu-default\nname: wide\n"
+                 "description: a description long enough that it cannot end before the column of comments\n"
+                 "task:\n  shots_mix: [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2,\n              0, 1, 2, 0, 1, 2, 0, 1, 2]\n"
+                 "rewards:\n  - {name: format, weight: 0.5}\n"
+                 "  - {name: correctness, weight: 1.0, answer_column: final_answer, tolerance: 0.001}\n")
+    assert main(["recipe", "show", path]) == 0
+    out = capsys.readouterr().out
+    body = [line for line in out.splitlines() if not line.lstrip().startswith("#")]
+    columns = {line.index("   # ") for line in body if "   # " in line}
+    assert len(columns) == 1
+    column = columns.pop()
+    assert all(len(line) <= column for line in body if "   # " not in line)
+    first = {line.split(":")[0].strip(): line for line in body if ":" in line}
+    assert "#" not in first["description"] and "#" not in first["shots_mix"]  # folded, the comment on the last line
+    assert any(line.startswith("  - name: correctness   ") for line in body)  # a long list item: a line per field
+    assert yaml.safe_load(out) == load_recipe(path).to_dict()
+
+
 def test_recipe_show_plain_is_a_standalone_recipe(tmp_path, capsys):
     path = write(tmp_path / "r.yaml", "base: cpu-default\nname: plain\n")
     assert main(["recipe", "show", path, "--plain"]) == 0

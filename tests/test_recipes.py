@@ -1,8 +1,11 @@
 """Recipe loading, overrides and errors."""
 
-import pytest
+from pathlib import Path
 
-from rlvr.config import builtin_recipes, load_recipe, recipe_from_dict
+import pytest
+from conftest import BENCHMARK_RECIPES
+
+from rlvr.config import builtin_recipes, load_recipe, recipe_from_dict, resolve_recipe
 from rlvr.errors import RlvrError
 
 
@@ -103,7 +106,7 @@ def test_reward_weight_must_be_a_number():
 
 def test_recipe_weights_become_trl_reward_weights_and_rewards_stay_raw(tmp_path):
     from rlvr.tasks import get_task
-    from rlvr.training.run import grpo_config
+    from rlvr.training.grpo_args import grpo_config
 
     recipe = load_recipe("cpu-default", [f"run.output_dir={tmp_path}"])
     task = get_task(recipe.task_name, recipe.task_options)
@@ -139,7 +142,7 @@ def test_published_as_run_recipe_holds_trl_018s_effective_settings():
 
 
 def test_published_as_run_recipe_builds_a_grpo_config_on_cpu(tmp_path):
-    from rlvr.training.run import grpo_config
+    from rlvr.training.grpo_args import grpo_config
 
     recipe = load_recipe("gsm8k-qwen2.5-0.5b-published-as-run", [f"run.output_dir={tmp_path}"])
     args = grpo_config(recipe, [0.5, 1.0])
@@ -158,3 +161,30 @@ def test_the_default_is_judged_on_at_least_200_held_out_test_items():
 def test_the_default_keeps_the_best_validation_weights_chosen_without_test_items():
     run = load_recipe().run
     assert run.keep_best and run.eval_items > 0 and run.eval_every_steps > 0 and run.eval_split == "validation"
+
+
+def test_every_builtin_recipe_says_on_one_line_what_it_measured():
+    # `rlvr list` shows it: a figure measured with the recipe, or that none was.
+    for name in builtin_recipes():
+        description = load_recipe(name).description
+        assert description and "\n" not in description and len(description) <= 240, name
+        assert "%" in description or "not run" in description or "no held-out verdict" in description, name
+
+
+def test_benchmark_recipes_load_by_path_and_build_on_a_builtin_recipe():
+    paths = sorted(BENCHMARK_RECIPES.glob("*.yaml"))
+    assert paths and not {path.stem for path in paths} & set(builtin_recipes())
+    for path in paths:
+        recipe, resolved = resolve_recipe(str(path))
+        assert recipe.name == path.stem and recipe.notes == []  # outputs/NAME as when it was measured
+        assert resolved.bases[-1] in builtin_recipes()  # the chain's files lie beside it, down to a built-in one
+        assert all(Path(base).resolve().parent == BENCHMARK_RECIPES for base in resolved.bases[:-1])
+
+
+def test_the_name_first_recipe_is_the_keyword_search_s_last_step_written_out():
+    search = load_recipe(str(BENCHMARK_RECIPES / "keywords-named-12-cited-cpu-smollm2.yaml"),
+                         ["task.exemplars=name-first"]).to_dict()
+    kept = load_recipe("keywords-named-12-cited-namefirst-cpu-smollm2").to_dict()
+    for recipe in (search, kept):
+        del recipe["name"], recipe["description"]
+    assert kept == search

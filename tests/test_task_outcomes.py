@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.audit import KEYWORD_PROBES
+from rlvr.audit.keyword_probes import KEYWORD_PROBES
 from rlvr.tasks import TASKS, get_task
 from rlvr.tasks.base import Outcome
 

@@ -124,7 +124,7 @@ def test_deprecation_notices_libraries_raise_inside_training_do_not_flood_the_co
 
     import torch.distributed
 
-    from rlvr.training.run import quiet_library_deprecations
+    from rlvr.training.grpo_args import quiet_library_deprecations
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -77,6 +77,7 @@ def test_the_installed_trl_rollout_keys_are_all_known():
 
 def test_resample_refuses_rollouts_whose_rows_it_cannot_move(tiny_model_dir, tmp_path):
     from rlvr.config import load_recipe
+    from rlvr.training.rollout_controls import resample
     from rlvr.training.run import build_trainer
 
     recipe = load_recipe(None, [f"model.name_or_path={tiny_model_dir}", "task.train_size=8", "grpo.report_to=[]",
@@ -87,4 +88,4 @@ def test_resample_refuses_rollouts_whose_rows_it_cannot_move(tiny_model_dir, tmp
     batch = {"advantages": torch.zeros(4), "pixel_values": torch.zeros(4, 3)}
     assert unspliceable_keys(batch) == ["pixel_values"]
     with pytest.raises(RlvrError, match="resample cannot move rollout rows holding pixel_values"):
-        trainer._resample(batch, torch.tensor([True]), [{}] * 4)
+        resample(trainer, batch, torch.tensor([True]), [{}] * 4)

@@ -46,6 +46,13 @@ HANGING = textwrap.dedent("""
         if row["q"].startswith("What is 1 "):
             time.sleep(1e9)
         return row["a"] in completion
+
+    def check_marked(completion, row):  # hangs on the completions marked HANG; counts its calls in a file
+        with open(__file__ + ".calls", "a") as calls:
+            calls.write(row["q"] + "\\n")
+        if "HANG" in completion:
+            time.sleep(1e9)
+        return row["a"] in completion
 """)
 
 
@@ -329,3 +336,106 @@ def test_training_applies_the_recipes_limits_before_building_task_and_rewards(mo
     assert built.value.args[0] == (7.0, None)
     with pytest.raises(RlvrError, match="run.task_load_timeout must be a number of seconds >= 0"):
         load_recipe("cpu-default", ["run.task_load_timeout=-1"])
+
+
+# ----------------------------------------------------------------------------- a checker that keeps timing out
+
+
+def calls_of(user_file):
+    path = user_file.parent / (user_file.name + ".calls")
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def marked_task(tmp_path, user_file, count=80):
+    data = write_sums(tmp_path / "my.jsonl", count)
+    options = {"path": str(data), "question": "q", "answer": "a", "verifier": f"{user_file}:check_marked",
+               "test_fraction": 0.5}
+    return options, get_task("jsonl", options)
+
+
+def score_only(tmp_path, options, rows, hangs):
+    """``rlvr eval --score-only`` on completions for ``rows``: those where ``hangs(i)`` make the checker hang."""
+    from rlvr.cli import main
+
+    lines = [{"id": row["id"], "completion": f"#### The final answer is {row['final_answer']}" + (" HANG" if hangs(i) else "")}
+             for i, row in enumerate(rows)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = ["eval", "--task", "jsonl", "--score-only", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"),
+            "--user-code-timeout", "0.2", "--no-progress"]
+    for key, value in options.items():
+        argv += ["--option", f"{key}={value}"]
+    return main(argv)
+
+
+def test_a_checker_hanging_on_every_other_item_stops_the_evaluation_early_with_one_line(tmp_path, user_file, capsys):
+    from rlvr.timeout_breaker import MIN_ITEMS
+
+    options, task = marked_task(tmp_path, user_file)
+    rows = task.load("test").to_list()
+    assert len(rows) == 40
+    start = time.monotonic()
+    code = score_only(tmp_path, options, rows, lambda i: i % 2 == 1)
+    assert time.monotonic() - start < MIN_ITEMS * 0.2 + SLACK
+    err = capsys.readouterr().err
+    line = err.splitlines()[-1]
+    assert code == 2 and "Traceback" not in err
+    assert line.startswith(f"rlvr: error: verifier '{user_file}:check_marked' timed out on 5 of its 10 calls so far "
+                           "(5 of 10 items), ")
+    assert "each stopped after 0.2 s (--user-code-timeout)" in line
+    assert f"Fix the checker function {user_file}:check_marked so it returns" in line
+    assert "raise --user-code-timeout if it is only slow" in line
+    assert calls_of(user_file) == 10  # of 40 items: 5 limits spent, not 20
+
+
+def test_one_timeout_does_not_stop_the_evaluation(tmp_path, user_file, capsys):
+    options, task = marked_task(tmp_path, user_file, count=20)
+    rows = task.load("test").to_list()
+    assert score_only(tmp_path, options, rows, lambda i: i == 3) == 0
+    assert "rlvr: error" not in capsys.readouterr().err
+    assert calls_of(user_file) == 2 * len(rows)  # judged, then scored by the correctness reward: all of them
+
+
+def correctness_on(task, rows, completions):
+    columns = {k: [row[k] for row in rows] for k in rows[0]}
+    return task.reward_functions([{"name": "correctness"}])[0](completions, **columns)
+
+
+def test_a_group_of_completions_of_one_item_hanging_is_one_unlucky_item(tmp_path, user_file):
+    """Training asks about several completions of an item in a row: they time out together, and still score 0."""
+    options, task = marked_task(tmp_path, user_file, count=20)
+    rows = task.load("train").to_list()[:3]
+    group = [rows[0]] * 4 + [rows[1]] * 4 + [rows[2]] * 4
+    completions = [f"#### The final answer is {row['final_answer']}" + (" HANG" if row is rows[0] else "")
+                   for row in group]
+    assert correctness_on(task, group, completions) == [0.0] * 4 + [1.0] * 8
+
+
+def test_a_reward_that_keeps_timing_out_stops_trainings_reward_computation(tmp_path, user_file):
+    options, task = marked_task(tmp_path, user_file, count=20)
+    rows = task.load("train").to_list()[:6]
+    group = [row for row in rows for _ in range(2)]  # GRPO's groups: 2 completions of each item in a row
+    completions = [f"#### The final answer is {row['final_answer']} HANG" for row in group]
+    with pytest.raises(RlvrError) as caught:
+        correctness_on(task, group, completions)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"verifier '{user_file}:check_marked' timed out on 5 of its 5 calls so far (3 of 3 items")
+    assert "each stopped after 0.5 s (run.user_code_timeout)" in message and "raise run.user_code_timeout" in message
+    assert calls_of(user_file) == 5  # three different items in a row, of six
+
+
+def test_the_rule_trips_on_a_streak_or_on_many_items_never_on_one():
+    from rlvr.timeout_breaker import TimeoutBreaker, broken
+
+    assert not broken(1, 1, 1) and not broken(2, 2, 2) and broken(3, 3, 3)
+    assert not broken(1, 4, 4) and broken(1, 5, 10) and not broken(1, 5, 11)
+    breaker = TimeoutBreaker("verifier 'c.py:f'", "the checker function c.py:f")
+    for _ in range(20):  # one item, again and again (a group of completions, or every evaluation)
+        breaker.record({"id": "q1"}, True, 0.2, "run.user_code_timeout")
+        breaker.record({"id": "q2"}, False)
+    assert (breaker.calls, breaker.timeouts) == (40, 20)
+    breaker.record({"id": "q3"}, True, 0.2, "run.user_code_timeout")
+    breaker.record({"id": "q4"}, True, 0.2, "run.user_code_timeout")
+    with pytest.raises(RlvrError, match=r"^verifier 'c.py:f' timed out on 23 of its 43 calls so far \(4 of 5 items: "
+                                        r"ids q1, q3, q4, \.\.\.\), each stopped after 0.2 s \(run.user_code_timeout\)"):
+        breaker.record({"id": "q5"}, True, 0.2, "run.user_code_timeout")  # the third different item in a row

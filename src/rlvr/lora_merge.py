@@ -1,12 +1,16 @@
-"""LoRA merged into the base weights while generating, and bf16 weights widened for a check: both given back
-exactly (bit for bit in bf16), so training continues on the weights it had."""
+"""LoRA merged into base weights: while generating, and bf16 weights widened for a check, both given back exactly
+(bit for bit in bf16) so training continues on the weights it had; and after training, a saved adapter merged into
+a fresh full-precision base (``run.merge_adapter``)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from rlvr import atomic
+from rlvr.errors import RlvrError
 from rlvr.memory import release_memory
 
 
@@ -141,3 +145,58 @@ def _marked_merged(layers: list[Any], saved: list[tuple]) -> Iterator[tuple[Any,
 def _unmark(layer: Any, names: list[str]) -> None:
     for name in names:
         layer.merged_adapters.remove(name)
+
+
+# ----------------------------------------------------------------------------- a saved adapter, merged and saved
+
+
+def merge_adapter(adapter_dir: str | Path, base_reference: str, dtype: str, output_dir: str | Path,
+                  chat_format: str | None = None) -> Path:
+    """Merge a saved LoRA adapter into a freshly loaded copy of its base model at full precision; save it.
+
+    Not into the model that was trained: under QLoRA its base weights are 4-bit, so merging
+    either rounds the LoRA update into NF4 or needs a lossy dequantization first, and under
+    DeepSpeed ZeRO-3 its parameters are partitioned across processes. The fresh base loads
+    in ``dtype`` (the checkpoint's own precision with ``auto`` on a GPU, float32 on CPU),
+    without quantization and outside ZeRO-3's partitioned initialisation.
+    """
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.chat_format import adapter_tokenizer_dir, fit_model_to_tokenizer
+    from rlvr.model_sources import resolve_model
+    from rlvr.models import load_tokenizer, not_found_message, torch_dtype
+
+    adapter_dir, output_dir = Path(adapter_dir), Path(output_dir)
+    base_path = resolve_model(base_reference)
+    tokenizer = load_tokenizer(adapter_tokenizer_dir(adapter_dir) or base_path)
+    with _zero3_init_disabled():
+        try:
+            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch_dtype(dtype))
+        except OSError:
+            raise RlvrError(not_found_message(base_path)) from None
+        if chat_format:
+            fit_model_to_tokenizer(base, tokenizer)
+        merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    with atomic.replacing_dir(output_dir) as building:  # complete or absent: a kill mid-save leaves no half model
+        merged.save_pretrained(str(building))
+        tokenizer.save_pretrained(str(building))
+    return output_dir
+
+
+@contextlib.contextmanager
+def _zero3_init_disabled() -> Iterator[None]:
+    """Load a whole model in this process even while a ZeRO-3 config is registered with transformers.
+
+    Only the main process merges; a ZeRO-3 partitioned ``from_pretrained`` would wait for
+    the other processes forever. transformers keeps the registered config in a module
+    global (``_hf_deepspeed_config_weak_ref``); it is cleared for the load and restored.
+    """
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    saved = getattr(hf_deepspeed, "_hf_deepspeed_config_weak_ref", None)
+    hf_deepspeed.unset_hf_deepspeed_config()
+    try:
+        yield
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = saved

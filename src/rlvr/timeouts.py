@@ -103,7 +103,7 @@ def task_load_setting() -> str:
 
 
 def configure(run: Any) -> None:
-    """Both limits from a recipe's ``run`` section (a :class:`rlvr.config.RunConfig`, or a mapping)."""
+    """Both limits from a recipe's ``run`` section (a :class:`rlvr.recipe_sections.RunConfig`, or a mapping)."""
     get = run.get if isinstance(run, dict) else lambda key, default: getattr(run, key, default)
     set_user_code_timeout(get("user_code_timeout", DEFAULT_USER_CODE_TIMEOUT))
     set_task_load_timeout(get("task_load_timeout", DEFAULT_TASK_LOAD_TIMEOUT))

@@ -103,6 +103,9 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     if args.exemplars:
         options["exemplars"] = args.exemplars
     settings = settings_from_runs(args.adapter)
+    if settings is not None:  # the run's recipe, resolved as training resolved it: limits, sandbox policy, template
+        settings.parts.apply_policies()
+        print(settings.parts.line(), flush=True)
     apply_user_code_options(args, settings.limits if settings is not None else None)
     given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "dtype": args.dtype}
@@ -129,6 +132,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         settings_from=str(settings.source) if taken else None,
         backend=args.backend,
         dtype=values["dtype"],
+        chat_format=values.get("chat_format"),
         seed=args.seed,
         progress=not args.no_progress,
     )
@@ -186,6 +190,8 @@ def score_only(args: argparse.Namespace):  # noqa: ANN201
 
 
 def print_summary(summary: dict) -> None:
+    from rlvr.evaluation.baselines import constant_line
+
     for note in summary.get("warnings", []):
         print(f"WARNING: {note}")
     overlap = summary.get("overlap") or {}
@@ -203,6 +209,9 @@ def print_summary(summary: dict) -> None:
         published = f"  published {r['published_accuracy']:.1%}" if "published_accuracy" in r else ""
         print(f"{r['model']:<32} {r['shots']!s:>5} {r['n']:>5} {r['accuracy']:>11.1%} {ci:>15} {r['mean_score']:>10.3f} "
               f"{tokens:>7}{passes}{published}")
+    baseline = constant_line(summary.get("constant_answer") or {})
+    if baseline and not summary.get("comparisons"):
+        print(f"baseline: {baseline}")
     for c in summary.get("comparisons", []):
         paired = (f"only first right {c['only_first']}, only second right {c['only_second']}, "
                   f"McNemar exact p = {c['p_value']:.3g}; " if "only_first" in c else "")
@@ -210,5 +219,7 @@ def print_summary(summary: dict) -> None:
                      f"{c['published']['only_second']}, p = {c['published']['p_value']:.3g}") if "published" in c else ""
         print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: {paired}"
               f"score difference {c['score_difference']:+.3f}, Wilcoxon p = {c['score_p_value']:.3g}{published}")
+        if baseline:
+            print(f"    baseline beside the gain: {baseline}")
     if summary.get("published_scoring"):
         print(f"{name} = strict; published = the published notebook's scoring. {summary['published_scoring']}")

@@ -31,30 +31,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rlvr.config import load_recipe
     from rlvr.errors import RlvrError
-    from rlvr.models import load_model, load_tokenizer, resolve_model
-    from rlvr.tasks import get_task
-    from rlvr.timeouts import configure as configure_limits
+    from rlvr.run_parts import build_parts
     from rlvr.training.difficulty import Band, pass_rates, sample_completions
 
     band = Band(*args.band)
     if args.samples < 1 or args.batch_size < 1:
         raise RlvrError("--samples and --batch-size must be at least 1.")
     recipe = load_recipe(args.recipe, args.overrides)
-    configure_limits(recipe.run)  # run.user_code_timeout / task_load_timeout
-    task = get_task(recipe.task_name, recipe.task_options)
+    parts = build_parts(recipe)
+    parts.apply_policies()  # the limits on the user's code and the sandbox policy, as training applies them
+    print(parts.line(), flush=True)
+    task = parts.task()
     dataset = task.load("train")
     if args.limit:
         dataset = dataset.select(range(min(args.limit, len(dataset))))
     rows = [dict(row) for row in dataset]
-    model_path = resolve_model(recipe.model.name_or_path)
-    tokenizer, model = load_tokenizer(model_path), load_model(model_path, recipe)
+    model, tokenizer = parts.model_and_tokenizer()  # the base (no LoRA), in training's precision and template
     model.eval()
-    temperature = args.temperature if args.temperature is not None else recipe.grpo.get("temperature", 1.0)
-    max_tokens = recipe.grpo.get("max_completion_length", 256)
+    print(parts.precision.line(), flush=True)
+    temperature = args.temperature if args.temperature is not None else parts.sampling["temperature"]
+    max_tokens = parts.max_completion_length
     print(f"rlvr: estimating pass rates of {len(rows)} prompts with {args.samples} samples each", flush=True)
     completions = sample_completions(
         model, tokenizer, [r["prompt"] for r in rows], args.samples, max_tokens, temperature, task.stop_patterns,
-        batch_size=args.batch_size, seed=recipe.grpo.get("seed", 0), progress=True, top_p=recipe.grpo.get("top_p", 1.0),
+        batch_size=args.batch_size, seed=parts.seed, progress=True, top_p=parts.sampling["top_p"],
         stop_strings=task.stop_strings,
     )
     try:

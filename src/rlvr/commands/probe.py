@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,20 +29,24 @@ def run(args: argparse.Namespace) -> int:
     from rlvr import atomic
     from rlvr.config import load_recipe
     from rlvr.errors import RlvrError
-    from rlvr.tasks import get_task
-    from rlvr.timeouts import configure as configure_limits
-    from rlvr.training.probe import check_items, prepare, probe, table
+    from rlvr.run_parts import build_parts
+    from rlvr.training.probe import check_items, prepare, probe
+    from rlvr.training.probe_render import table
 
     if args.items < 1:
         check_items(args.items, 0, False)
     if args.batch_size is not None and args.batch_size < 1:
         raise RlvrError("--batch-size must be at least 1.")
     recipe = load_recipe(args.recipe, args.overrides)
-    configure_limits(recipe.run)  # run.user_code_timeout / task_load_timeout
-    task = get_task(recipe.task_name, recipe.task_options)
+    parts = build_parts(recipe)
+    parts.apply_policies()  # the limits on the user's code and the sandbox policy, as training applies them
+    print(parts.line(), flush=True)
+    task = parts.task()
     try:
         rows, gold_read = prepare(task, recipe, args.items)  # bad items or unreadable gold: before loading the model
-        model, tokenizer, precision = _base_model(recipe)
+        model, tokenizer = parts.model_and_tokenizer()  # the base (no LoRA), in training's precision and template
+        model.eval()
+        precision = parts.precision
         print(f"rlvr: probing {recipe.model.name_or_path} on the first {len(rows)} training prompts of "
               f"{recipe.task_name}", flush=True)
         print(precision.line(), flush=True)  # training's precision: the probe predicts what training will see
@@ -58,17 +61,3 @@ def run(args: argparse.Namespace) -> int:
     print(table(result))
     print(f"rlvr: probe took {result.info['seconds']:.0f} s -> {output}")
     return 0
-
-
-def _base_model(recipe: Any) -> tuple[Any, Any, Any]:
-    """The recipe's base model (LoRA not applied) in training's precision, tokenizer, with its chat format as
-    training sets it, and that precision."""
-    from rlvr.models import apply_chat_format, load_model, load_tokenizer, model_precision, resolve_model
-
-    model_path = resolve_model(recipe.model.name_or_path)
-    precision = model_precision(recipe.model)
-    tokenizer, model = load_tokenizer(model_path), load_model(model_path, recipe, precision)
-    if recipe.model.chat_format:
-        apply_chat_format(model, tokenizer, recipe.model.chat_format)
-    model.eval()
-    return model, tokenizer, precision

@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rlvr.config import load_recipe
     from rlvr.runlock import main_rank
+    from rlvr.training.process_group import leave_process_group
     from rlvr.training.run import train
 
     overrides = list(args.overrides)
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     result = train(recipe, resume=args.resume or False)
     if speaks:
         print_summary(result)
+    leave_process_group()  # under rlvr launch: every rank ends the run together, not at interpreter exit
     return 0
 
 

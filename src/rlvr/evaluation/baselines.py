@@ -3,7 +3,8 @@
 A trained model can gain accuracy by learning the answer distribution (small
 answer spaces, skewed generators) rather than the skill. The constant-answer
 accuracy, learnt from the TRAIN split's answers and measured on the evaluated
-items, is printed beside every held-out gain so such a gain shows for what it is.
+items, is printed beside every held-out gain so such a gain shows for what it is
+(:func:`rlvr.verifiers.answer_keys.constant_answer_accuracy`, below both tasks and evaluation).
 
 Where items have no single gold answer (rubric prose, programs, a user's checker), the baseline is one
 fixed completion given for every item instead, judged by the task itself: the best of a few candidates
@@ -14,34 +15,8 @@ maximises is a hack; its full-credit share and mean score show beside the gain.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
-
-
-def answer_key(answer: Any) -> str:
-    """Answers compared as numbers where they are numbers (``"1,000"`` == ``"1000"``), else as stripped text."""
-    from rlvr.verifiers.math import format_answer, parse_gold
-
-    value = parse_gold(answer) if isinstance(answer, str) else None
-    return format_answer(value) if value is not None else str(answer).strip()
-
-
-def most_common_answer(train_answers: Sequence[Any]) -> str | None:
-    """The most frequent answer of the train split (ties: the one seen first); None without answers."""
-    counts = Counter(answer_key(a) for a in train_answers)
-    return counts.most_common(1)[0][0] if counts else None
-
-
-def constant_answer_accuracy(train_answers: Sequence[Any], gold_answers: Sequence[Any]) -> dict[str, Any]:
-    """``{"answer", "accuracy", "n"}``: always answering the train split's most common answer on ``gold_answers``."""
-    answer = most_common_answer(train_answers)
-    n = len(gold_answers)
-    hits = sum(answer_key(g) == answer for g in gold_answers) if answer is not None else 0
-    return {"answer": answer, "accuracy": hits / n if n else 0.0, "n": n, "learnt_from": "train split answers"}
-
-
-# ----------------------------------------------------------------------------- one fixed completion
 
 #: ``constant_answer["kind"]`` where the baseline is a fixed completion judged by the task.
 FIXED_COMPLETION = "constant completion"
@@ -109,3 +84,37 @@ def preview(text: str, width: int = 80) -> str:
     """``text`` on one line, cut to ``width`` characters."""
     line = " ".join(text.split())
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+# ----------------------------------------------------------------------------- the baseline of a verdict
+
+
+def constant_baseline(task: Any, items: Any, top_completions: Any = None) -> dict[str, Any]:
+    """What one answer for every test item earns: the train split's most common answer where each item has one
+    gold answer (``final_answer``); else the best of a few fixed completions judged by the task (the top training
+    rollouts in ``top_completions``, the task's references)."""
+    from rlvr.verifiers.answer_keys import constant_answer_accuracy
+
+    if "final_answer" in items.column_names and task.single_gold_answer:
+        return constant_answer_accuracy(task.load("train")["final_answer"], items["final_answer"])
+    rollouts = top_completions.candidates() if top_completions is not None else []
+    return constant_completion_baseline(task, list(items), rollouts + reference_candidates(task))
+
+
+def constant_line(constant: dict[str, Any]) -> str | None:
+    """The constant baseline in one line: the most common answer's accuracy, or the best fixed completion's
+    full-credit share and score (None where there is none to show, e.g. an older summary's)."""
+    if constant.get("kind") == FIXED_COMPLETION:
+        return _fixed_completion_line(constant)
+    if constant.get("accuracy") is None:
+        return None
+    return f"always answering {constant['answer']!r} (the train split's most common answer): {constant['accuracy']:.1%}"
+
+
+def _fixed_completion_line(constant: dict[str, Any]) -> str:
+    if constant.get("accuracy") is None:
+        return f"one fixed completion for every item: {constant.get('note', 'none judged')}"
+    step = f", step {constant['best_step']}" if constant.get("best_step") is not None else ""
+    score = f", score {constant['mean_score']:.2f}" if constant.get("graded") else ""
+    return (f"one fixed completion for every item (best of {constant.get('judged', '?')}: {constant.get('best')}{step}): "
+            f"{constant['accuracy']:.1%} full credit{score}")

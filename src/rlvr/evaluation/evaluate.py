@@ -66,6 +66,8 @@ class EvalConfig:
     #: "published": no stop at the answer line (EOS or max_new_tokens only), as the published notebook decoded.
     decoding: str = "strict"
     #: The run recipe.yaml whose settings filled what the command line left open (rlvr.evaluation.from_run).
+    #: A run's ``model.chat_format``, put on every model evaluated without the run's own tokenizer (the base).
+    chat_format: str | None = None
     settings_from: str | None = None
 
 
@@ -116,15 +118,19 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
     from rlvr.evaluation.backends import HFBackend, VLLMBackend
 
     if name == "vllm":
-        from rlvr.models import load_tokenizer, resolve_model
+        from rlvr.model_sources import resolve_model
+        from rlvr.models import load_tokenizer
 
         if spec.adapter:
             adapter_config(spec.adapter)
+        if config.chat_format:
+            raise RlvrError(f"--backend vllm does not put the run's chat format ({config.chat_format}) on the model; "
+                            "use --backend hf.")
         path = resolve_model(spec.model)
         published = config.decoding == "published"  # no answer-line stop, no next-question stop
         stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
         return VLLMBackend(path, load_tokenizer(path), stops, spec.adapter, strings, config.dtype), path
-    model, tokenizer, path = load_for_eval(spec, config.dtype)
+    model, tokenizer, path = load_for_eval(spec, config.dtype, config.chat_format)
     published = config.decoding == "published"
     stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
     return HFBackend(model, tokenizer, stops, config.batch_size, config.compact_batches, strings), path
@@ -155,7 +161,7 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     if config.max_new_tokens < 1 or config.batch_size < 1:
         raise RlvrError("--max-new-tokens and --batch-size must be positive integers.")
     backend_name = choose_backend(config.backend)
-    from rlvr.models import resolve_model
+    from rlvr.model_sources import resolve_model
 
     precision = eval_precision(config.dtype, backend_name)
     if config.progress and precision:
@@ -200,6 +206,7 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         notes.append("Evaluated on the TRAIN split: these numbers measure memorisation, not generalisation.")
     task = task_for(config.task, config.task_options)
     summary = summarize(records, config.models, samples=config.samples, task=task)
+    summary["constant_answer"] = held_out_baseline(task, next(iter(items.values())))
     if config.scoring == "published":
         add_published_summary(summary, records)
     evaluated = len(next(iter(items.values())))
@@ -226,12 +233,23 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
     return EvalResult(records, summary)
 
 
+def held_out_baseline(task: Any, items: Any) -> dict[str, Any]:
+    """The training verdict's baseline on these items (:func:`rlvr.evaluation.baselines.constant_baseline`): the
+    train split's most common answer, or the best fixed completion of the task's references."""
+    from rlvr.evaluation.baselines import constant_baseline
+
+    try:
+        return constant_baseline(task, items)
+    except RlvrError as error:  # e.g. a task whose train split cannot be read here: said, not fatal
+        return {"answer": None, "accuracy": None, "note": f"no constant baseline: {error}"}
+
+
 def eval_precision(dtype: str, backend: str) -> Any:
     """The precision the models are evaluated in (``rlvr.precision``); None for vLLM, which chooses its own."""
     if backend != "hf":
         return None
-    from rlvr.config import ModelConfig
     from rlvr.models import model_precision
+    from rlvr.recipe_sections import ModelConfig
 
     return model_precision(ModelConfig(dtype=dtype), evaluating=True)
 

@@ -2,10 +2,11 @@
 
 ``rlvr train`` writes ``recipe.yaml`` beside ``adapter/``. When ``rlvr eval`` is
 given ``--adapter RUN_DIR/adapter``, it takes from that recipe the task and its
-options (shots, generator options, chat, ...), the base model, the number of
+options (shots, generator options, chat, ...), the base model and its chat format, the number of
 test items (``run.test_items``), the generation limit and batch size of the
-run's evaluation, and the precision it trained in (``summary.json``'s ``precision``: bf16 weights stay bf16), so
-base vs trained shows the gain the run printed. Anything
+run's evaluation, the limits on the user's code and the sandbox policy (all resolved by :mod:`rlvr.run_parts`, as
+training resolved them), and the precision it trained in (``summary.json``'s ``precision``: bf16 weights stay
+bf16), so base vs trained shows the gain the run printed. Anything
 given on the command line overrides the recipe, and the command says which
 settings it took from where.
 """
@@ -34,6 +35,8 @@ class RunSettings:
     batch_size: int | None = None
     limits: dict[str, Any] = field(default_factory=dict)  # run.user_code_timeout / task_load_timeout, as the recipe says
     dtype: str | None = None  # the precision the run trained in (summary.json), else the recipe's model.dtype
+    chat_format: str | None = None  # model.chat_format: put on every model evaluated without the run's tokenizer
+    parts: Any = None  # rlvr.run_parts.RunParts of the run's recipe: its limits and sandbox policy are applied
 
 
 def recipe_of(adapter: str) -> Path | None:
@@ -46,25 +49,27 @@ def recipe_of(adapter: str) -> Path | None:
 
 
 def read_settings(recipe_path: Path) -> RunSettings:
-    import yaml
+    from rlvr.config import load_recipe
+    from rlvr.run_parts import build_parts
 
     try:
-        data = yaml.safe_load(recipe_path.read_text(encoding="utf-8")) or {}
-        task = dict(data["task"])
-        name = task.pop("name")
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
-        raise RlvrError(f"{recipe_path} is not a recipe rlvr train wrote (no task section); give --task and options.") from None
-    run, model = data.get("run") or {}, data.get("model") or {}
+        recipe = load_recipe(str(recipe_path))
+    except RlvrError as error:
+        raise RlvrError(f"{recipe_path} is not a recipe rlvr train wrote ({error}); give --task and options.") from None
+    parts = build_parts(recipe)
+    run = recipe.run
     return RunSettings(
         source=recipe_path,
-        task=name,
-        task_options=task,
-        model=model.get("name_or_path"),
-        limit=run.get("test_items") or None,
-        max_new_tokens=run.get("eval_max_new_tokens"),
-        batch_size=run.get("eval_batch_size"),
-        limits={key: run[key] for key in ("user_code_timeout", "task_load_timeout") if key in run},
-        dtype=trained_dtype(recipe_path.parent) or model.get("dtype"),
+        task=recipe.task_name,
+        task_options=recipe.task_options,
+        model=recipe.model.name_or_path,
+        limit=run.test_items or None,
+        max_new_tokens=run.eval_max_new_tokens,
+        batch_size=run.eval_batch_size,
+        limits={"user_code_timeout": parts.user_code_timeout, "task_load_timeout": parts.task_load_timeout},
+        dtype=trained_dtype(recipe_path.parent) or recipe.model.dtype,
+        chat_format=parts.chat_format,
+        parts=parts,
     )
 
 
@@ -119,6 +124,9 @@ def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str
         values["task_options"] = {**settings.task_options, **(values.get("task_options") or {})}
         shown = ", ".join(f"{k}={v}" for k, v in settings.task_options.items() if k not in (given.get("task_options") or {}))
         taken.append(f"task {settings.task} ({shown})")
+    if settings.chat_format:
+        values["chat_format"] = settings.chat_format
+        taken.append(f"chat template {settings.chat_format}")
     for key, label in (("limit", "up to {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}"),
                        ("dtype", "{} weights")):
         if values.get(key) is None and getattr(settings, key) is not None:

@@ -74,17 +74,13 @@ def model_specs(models: list[str], adapters: list[str] | None = None, labels: li
     return specs
 
 
-def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
-    """(model in eval mode with the adapter merged in, tokenizer, resolved base path)."""
-    from rlvr.config import ModelConfig
-    from rlvr.models import (
-        adapter_tokenizer_dir,
-        fit_model_to_tokenizer,
-        load_model,
-        load_tokenizer,
-        model_precision,
-        resolve_model,
-    )
+def load_for_eval(spec: ModelSpec, dtype: str = "auto", chat_format: str | None = None) -> tuple[Any, Any, str]:
+    """(model in eval mode with the adapter merged in, tokenizer, resolved base path). ``chat_format``: the run's
+    ``model.chat_format``, put on a model evaluated without the tokenizer its run saved (the base model)."""
+    from rlvr.chat_format import adapter_tokenizer_dir, apply_chat_format, fit_model_to_tokenizer
+    from rlvr.model_sources import resolve_model
+    from rlvr.models import load_model, load_tokenizer, model_precision
+    from rlvr.recipe_sections import ModelConfig
 
     if spec.adapter:
         adapter_config(spec.adapter)  # a bad adapter path fails before the model loads
@@ -92,6 +88,8 @@ def load_for_eval(spec: ModelSpec, dtype: str = "auto") -> tuple[Any, Any, str]:
     tokenizer = load_tokenizer(adapter_tokenizer_dir(spec.adapter) or path)
     config = ModelConfig(name_or_path=spec.model, dtype=dtype, lora=False)
     model = load_model(path, SimpleNamespace(model=config), model_precision(config, evaluating=True))
+    if chat_format and not adapter_tokenizer_dir(spec.adapter):  # as training set up the base it started from
+        apply_chat_format(model, tokenizer, chat_format)
     if spec.adapter:
         if adapter_tokenizer_dir(spec.adapter):  # trained with this tokenizer: its end token, any tokens it added
             fit_model_to_tokenizer(model, tokenizer)

@@ -1,0 +1,159 @@
+"""A run's parts, resolved once from a recipe: the one place `train`, `probe`, `filter`, `experiment` and `eval`
+take them from, so that a recipe means the same thing to all five.
+
+What a recipe decides beyond its own fields is decided here and nowhere else: the model reference and its
+precision on this machine, the chat format put on the tokenizer, the task with its options, the reward
+functions with TRL's weights, the time limits on the user's code, the sandbox policy for code rewards, the
+seed and the generation settings where the recipe leaves them to TRL (read from ``GRPOConfig``'s own
+defaults, never copied as literals). :meth:`RunParts.apply_policies` puts the process-wide ones (limits,
+sandbox opt-in) in force; :meth:`RunParts.line` says them in one line, printed the same by every command.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlvr.config import Recipe
+    from rlvr.precision import Precision
+
+#: Generation settings a probe or filter must sample as training does; TRL's default where a recipe is silent.
+SAMPLING_FIELDS = ("seed", "num_generations", "temperature", "top_p", "max_completion_length")
+
+
+@functools.cache
+def trl_defaults() -> dict[str, Any]:
+    """``GRPOConfig``'s default for each field (the installed TRL's, so they cannot drift from training's)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    return {f.name: f.default for f in dataclasses.fields(GRPOConfig) if f.default is not dataclasses.MISSING}
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """Everything a command needs from ``recipe`` beyond the recipe itself (build with :func:`build_parts`)."""
+
+    recipe: Recipe
+    chat_format: str | None
+    user_code_timeout: float | None
+    task_load_timeout: float | None
+    sandbox_allow_weaker: bool
+    sampling: dict[str, Any]  # SAMPLING_FIELDS: the recipe's grpo value, else TRL's default
+
+    @property
+    def seed(self) -> int:
+        return int(self.sampling["seed"])
+
+    @property
+    def max_completion_length(self) -> int:
+        return int(self.sampling["max_completion_length"])
+
+    def grpo(self, name: str) -> Any:
+        """The recipe's ``grpo.<name>``, else TRL's default for it."""
+        return self.recipe.grpo.get(name, trl_defaults().get(name))
+
+    # ------------------------------------------------------------------ policies in force for the process
+
+    def apply_policies(self) -> None:
+        """Put the recipe's limits on the user's code and its sandbox opt-in in force (the user's environment
+        wins over the recipe for the opt-in)."""
+        from rlvr import timeouts
+
+        timeouts.configure(self.recipe.run)
+        if self.sandbox_allow_weaker:
+            from rlvr.sandbox import ALLOW_WEAKER_ENV
+
+            set_env(ALLOW_WEAKER_ENV, "1")
+
+    def line(self) -> str:
+        """One line: template, limits and sandbox policy, the same in every command that uses this recipe."""
+        template = (f"{self.chat_format} (model.chat_format)" if self.chat_format
+                    else "the model's own")
+        limits = f"user code {_seconds(self.user_code_timeout)}, task load {_seconds(self.task_load_timeout)}"
+        sandbox = ("weaker isolation allowed (run.sandbox_allow_weaker)" if self.sandbox_allow_weaker
+                   else "full isolation or stop")
+        return f"rlvr: recipe {self.recipe.name}: chat template {template}; limits: {limits}; sandbox: {sandbox}"
+
+    # ------------------------------------------------------------------ task and rewards
+
+    def task(self) -> Any:
+        from rlvr.tasks import get_task
+
+        return get_task(self.recipe.task_name, self.recipe.task_options)
+
+    def rewards(self, task: Any) -> tuple[list[Any], list[float] | None]:
+        """The task's reward functions (raw scores) and the weights TRL applies once."""
+        recipe = self.recipe
+        return (task.reward_functions(recipe.rewards),
+                task.reward_weights(recipe.rewards, recipe.grpo.get("reward_weights")))
+
+    # ------------------------------------------------------------------ model
+
+    @functools.cached_property
+    def model_path(self) -> str:
+        from rlvr.model_sources import resolve_model
+
+        return resolve_model(self.recipe.model.name_or_path)
+
+    @functools.cached_property
+    def precision(self) -> Precision:
+        """The precision the recipe trains in on this machine (the probe and filter predict training with it)."""
+        from rlvr.models import model_precision
+
+        return model_precision(self.recipe.model)
+
+    def tokenizer(self) -> Any:
+        from rlvr.models import load_tokenizer
+
+        return load_tokenizer(self.model_path)
+
+    def model_and_tokenizer(self, tokenizer: Any = None) -> tuple[Any, Any]:
+        """The base model (no adapter) in :attr:`precision` and its tokenizer, with the chat format put on both."""
+        from rlvr.models import load_model
+
+        tokenizer = tokenizer if tokenizer is not None else self.tokenizer()
+        model = load_model(self.model_path, self.recipe, self.precision)
+        self.put_chat_format(model, tokenizer)
+        return model, tokenizer
+
+    def put_chat_format(self, model: Any, tokenizer: Any) -> None:
+        if self.chat_format:
+            from rlvr.chat_format import apply_chat_format
+
+            apply_chat_format(model, tokenizer, self.chat_format)
+
+
+def build_parts(recipe: Recipe) -> RunParts:
+    """The parts of ``recipe``, resolved (cheap: nothing is loaded until asked for)."""
+    run = recipe.run
+    sampling = {name: recipe.grpo.get(name, trl_defaults()[name]) for name in SAMPLING_FIELDS}
+    return RunParts(
+        recipe=recipe,
+        chat_format=recipe.model.chat_format or None,
+        user_code_timeout=run.user_code_timeout or None,
+        task_load_timeout=run.task_load_timeout or None,
+        sandbox_allow_weaker=bool(run.sandbox_allow_weaker),
+        sampling=sampling,
+    )
+
+
+def _seconds(limit: float | None) -> str:
+    return f"{limit:g} s" if limit else "no limit"
+
+
+_SET_BY_RLVR: dict[str, str] = {}
+
+
+def set_env(name: str, value: str) -> None:
+    """Set ``name`` for this process unless the user set it: their environment wins over the recipe (a value rlvr
+    set for an earlier run in the same process is not the user's)."""
+    current = os.environ.get(name)
+    if current is not None and _SET_BY_RLVR.get(name) != current:
+        return
+    os.environ[name] = value
+    _SET_BY_RLVR[name] = value
