@@ -35,7 +35,7 @@ from rlvr.recipe_base import (  # noqa: F401 (DEFAULT_RECIPE, builtin_recipes, r
     read_yaml,
     resolve,
 )
-from rlvr.recipe_sections import ModelConfig, check_grpo_types, check_sweep_variants, grpo_fields
+from rlvr.recipe_sections import ModelConfig, check_grpo_types, check_run_section, grpo_fields
 from rlvr.registry import closest
 
 
@@ -118,36 +118,7 @@ class RunConfig:
     sweep_variants: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.eval_split not in ("validation", "test"):
-            raise RlvrError(f"run.eval_split must be validation or test (never train), got {self.eval_split!r}.")
-        if self.max_prompt_tokens is not None and (not isinstance(self.max_prompt_tokens, int) or self.max_prompt_tokens < 1):
-            raise RlvrError(f"run.max_prompt_tokens must be a positive integer or null, got {self.max_prompt_tokens!r}.")
-        if not isinstance(self.sweep_shots, list) or not self.sweep_shots or any(
-            isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in self.sweep_shots
-        ):
-            raise RlvrError(f"run.sweep_shots must be a non-empty list of shot counts 0-8, got {self.sweep_shots!r}.")
-        if self.keep_best and not (self.eval_items and self.eval_every_steps):
-            raise RlvrError("run.keep_best chooses the weights by validation accuracy: set run.eval_items and "
-                            "run.eval_every_steps above 0, or run.keep_best=false.")
-        if self.keep_best and self.eval_split != "validation":
-            raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
-                            "test items would bias the test verdict.")
-        rows = self.loss_chunk_rows
-        if isinstance(rows, str) and rows.strip().isdigit():
-            rows = self.loss_chunk_rows = int(rows)
-        if rows != "auto" and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
-            raise RlvrError(f"run.loss_chunk_rows must be an integer >= 0 or auto, got {rows!r}.")
-        for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
-                            ("probe_items", 0), ("eval_max_new_tokens", 1),
-                            ("eval_batch_size", 1), ("sweep_items", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < least:
-                raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
-        check_sweep_variants(self.sweep_variants)
-        from rlvr.timeouts import check_limit
-
-        check_limit(self.user_code_timeout, "run.user_code_timeout")
-        check_limit(self.task_load_timeout, "run.task_load_timeout")
+        check_run_section(self)
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""The checks of a recipe's sections beside ``run``'s own fields (which :class:`rlvr.config.RunConfig` holds): the
-``model`` section with every field's default and meaning, the ``grpo`` section against the installed TRL's
-``GRPOConfig``, and the shape of ``run.sweep_variants``."""
+"""The checks of a recipe's sections: the ``model`` section with every field's default and meaning, the checks the
+``run`` section makes of its values (its fields and their meaning are :class:`rlvr.config.RunConfig`), the ``grpo``
+section against the installed TRL's ``GRPOConfig``, and the shape of ``run.sweep_variants``."""
 
 from __future__ import annotations
 
@@ -48,6 +48,41 @@ class ModelConfig:
             raise RlvrError(f"model.chat_format must be chatml or null, got {self.chat_format!r}.")
         if self.load_in_4bit and not self.lora:
             raise RlvrError("model.load_in_4bit needs model.lora: true (a 4-bit base model cannot be trained in full).")
+
+
+def check_run_section(run: Any) -> None:
+    """The checks a recipe's ``run`` section (:class:`rlvr.config.RunConfig`) makes of its own values; a whole-number
+    string for ``loss_chunk_rows`` becomes the number."""
+    if run.eval_split not in ("validation", "test"):
+        raise RlvrError(f"run.eval_split must be validation or test (never train), got {run.eval_split!r}.")
+    if run.max_prompt_tokens is not None and (not isinstance(run.max_prompt_tokens, int) or run.max_prompt_tokens < 1):
+        raise RlvrError(f"run.max_prompt_tokens must be a positive integer or null, got {run.max_prompt_tokens!r}.")
+    if not isinstance(run.sweep_shots, list) or not run.sweep_shots or any(
+        isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 8 for s in run.sweep_shots
+    ):
+        raise RlvrError(f"run.sweep_shots must be a non-empty list of shot counts 0-8, got {run.sweep_shots!r}.")
+    if run.keep_best and not (run.eval_items and run.eval_every_steps):
+        raise RlvrError("run.keep_best chooses the weights by validation accuracy: set run.eval_items and "
+                        "run.eval_every_steps above 0, or run.keep_best=false.")
+    if run.keep_best and run.eval_split != "validation":
+        raise RlvrError("run.keep_best must choose on validation items (run.eval_split: validation): choosing on "
+                        "test items would bias the test verdict.")
+    rows = run.loss_chunk_rows
+    if isinstance(rows, str) and rows.strip().isdigit():
+        rows = run.loss_chunk_rows = int(rows)
+    if rows != "auto" and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise RlvrError(f"run.loss_chunk_rows must be an integer >= 0 or auto, got {rows!r}.")
+    for name, least in (("test_items", 0), ("eval_items", 0), ("eval_every_steps", 0),
+                        ("probe_items", 0), ("eval_max_new_tokens", 1),
+                        ("eval_batch_size", 1), ("sweep_items", 1)):
+        value = getattr(run, name)
+        if not isinstance(value, int) or value < least:
+            raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
+    check_sweep_variants(run.sweep_variants)
+    from rlvr.timeouts import check_limit
+
+    check_limit(run.user_code_timeout, "run.user_code_timeout")
+    check_limit(run.task_load_timeout, "run.task_load_timeout")
 
 
 #: Keys of one ``run.sweep_variants`` entry.
