@@ -213,8 +213,9 @@ def print_summary(summary: dict) -> None:
     if baseline and not summary.get("comparisons"):
         print(f"baseline: {baseline}")
     for c in summary.get("comparisons", []):
-        paired = (f"only first right {c['only_first']}, only second right {c['only_second']}, "
-                  f"McNemar exact p = {c['p_value']:.3g}; " if "only_first" in c else "")
+        paired = (f"{name} gain {c['accuracy_difference'] * 100:+.1f} points (only first right {c['only_first']}, "
+                  f"only second right {c['only_second']}, McNemar exact p = {c['p_value']:.3g}); "
+                  if "only_first" in c else "")
         published = (f"; published scoring: only first {c['published']['only_first']}, only second "
                      f"{c['published']['only_second']}, p = {c['published']['p_value']:.3g}") if "published" in c else ""
         print(f"{c['shots']}-shot  {c['first']} vs {c['second']}: {paired}"
