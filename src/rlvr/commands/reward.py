@@ -127,10 +127,12 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.tasks.base import TASKS
 
     recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
-    if recipe is not None:
-        from rlvr.timeouts import configure
+    if recipe is not None:  # the recipe's limits on the user's code and sandbox policy, as training applies them
+        from rlvr.run_parts import build_parts
 
-        configure(recipe.run)  # run.user_code_timeout / task_load_timeout
+        parts = build_parts(recipe)
+        parts.apply_policies()
+        print(parts.line(), flush=True)
     names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
     failed = audited = 0
     for name in names:
