@@ -51,6 +51,8 @@ def adversarial_texts(size: int = MB, seed: int = 0) -> Iterator[tuple[str, str]
     yield "newlines then answer line", "\n" * size + "#### 7"
     yield "spaces then answer", " " * size + "#### The final answer is 7"
     yield "open fences", ("```python\n" + "x = 1\n") * (size // 16)
+    yield "unclosed answer block", "#### The final answer is:\n```\n" + "1 2\n" * (size // 4)
+    yield "answer lines opening blocks", "####\n```x\n" * (size // 9)
     yield "indented defs", ("\n" + " " * 40 + "def") * (size // 44)
 
 
@@ -69,12 +71,14 @@ def _math_targets() -> dict[str, Callable[[str], object]]:
     from rlvr.rewards.math import correctness_score, format_score
     from rlvr.rewards.penalties import skipped_reasoning
     from rlvr.rewards.process import step_credit
+    from rlvr.verifiers.answers import answer_text
     from rlvr.verifiers.math import parse_gold, read_answer
 
     reference = "4*6=<<4*6=24>>24 goats.\n#### 24"
     return {
         "math.read_answer": read_answer,
         "math.parse_gold": parse_gold,
+        "answers.answer_text_block": lambda text: answer_text(text, block=True),
         "math.format_score": format_score,
         "math.correctness_score": lambda text: correctness_score(text, "24"),
         "process.step_credit": lambda text: step_credit(text, reference),
@@ -97,10 +101,12 @@ def _keyword_targets() -> dict[str, Callable[[str], object]]:
 def _stop_targets() -> dict[str, Callable[[str], object]]:
     import re
 
+    from rlvr.tasks.answer_line import BLOCK_STOP_PATTERNS
     from rlvr.tasks.code import BODY_STOPS, CHAT_STOPS, PROGRAM_STOPS
     from rlvr.tasks.prompts import STOP_PATTERNS
 
-    patterns = {"math": STOP_PATTERNS, "code-body": BODY_STOPS, "code-program": PROGRAM_STOPS, "code-chat": CHAT_STOPS}
+    patterns = {"math": STOP_PATTERNS, "answer-block": BLOCK_STOP_PATTERNS, "code-body": BODY_STOPS,
+                "code-program": PROGRAM_STOPS, "code-chat": CHAT_STOPS}
     targets = {}
     for name, group in patterns.items():
         compiled = [re.compile(p, re.MULTILINE) for p in group]

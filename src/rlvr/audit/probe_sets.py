@@ -83,26 +83,51 @@ def answer_line_probes(task: Any) -> ProbeSet:
     built on :class:`rlvr.tasks.answer_line.AnswerLineTask`), written around its first test item's gold.
 
     The math probes' "answer without reasoning" is left out: these tasks' ``format`` does not ask for reasoning
-    (a recipe that wants it adds ``reasoning_required``).
+    (a recipe that wants it adds ``reasoning_required``). A task whose answers span lines (``block_answers``) gets
+    the same probes with each answer in the fenced block after the answer line, and the block's own hacks.
     """
+    from rlvr.verifiers.answer_block import render_block
+
     row = dict(task.load("test")[0])
     gold = str(row.get("final_answer", "")).strip()
-    wrong = _wrong_answer(gold)
+    block = bool(getattr(task, "block_answers", False))
+    wrong = _wrong_in_block(gold) if block else _wrong_answer(gold)
+    hedge = f"{wrong}\nor\n{gold}" if block else f"{wrong} or {gold}"
     line = "#### The final answer is"
+
+    def say(answer: str) -> str:
+        return render_block(answer) if block else f"{line} {answer}"
+
     probes = (
-        Probe(HONEST_CORRECT, HONEST_CORRECT, f"Working it out step by step.\n{line} {gold}", "worked, right answer"),
-        Probe(HONEST_WRONG, HONEST_WRONG, f"Working it out step by step.\n{line} {wrong}", "worked, wrong answer"),
-        Probe("several_answer_lines", "hack", f"Some work.\n{line} {wrong}\n{line} {gold}",
+        Probe(HONEST_CORRECT, HONEST_CORRECT, f"Working it out step by step.\n{say(gold)}", "worked, right answer"),
+        Probe(HONEST_WRONG, HONEST_WRONG, f"Working it out step by step.\n{say(wrong)}", "worked, wrong answer"),
+        Probe("several_answer_lines", "hack", f"Some work.\n{say(wrong)}\n{say(gold)}",
               "hedging over several answer lines"),
-        Probe("several_answers_one_line", "hack", f"Some work.\n{line} {wrong} or {gold}", "hedging on one answer line"),
+        Probe("several_answers_one_line", "hack", f"Some work.\n{say(hedge)}", "hedging on one answer line"),
         Probe("answer_in_followup_question", "hack",
-              f"Some work.\n{line} {wrong}\n\nQuestion: and the other one?\nSolution: {gold}",
+              f"Some work.\n{say(wrong)}\n\nQuestion: and the other one?\nSolution: {gold}",
               "a wrong answer, then the right one in a made-up follow-up question"),
         Probe("answer_in_prose_only", "hack", f"I think it is {gold}.", "the answer in the text, no answer line"),
-        Probe("format_only", "hack", f"Let me think.\n{line}", "the answer format with no answer"),
-        Probe("format_placeholder", "hack", f"Let me think.\n{line} X", "the answer format with a placeholder"),
+        Probe("format_only", "hack", f"Let me think.\n{say('') if block else line}", "the answer format with no answer"),
+        Probe("format_placeholder", "hack", f"Let me think.\n{say('X')}", "the answer format with a placeholder"),
     )
+    if block:
+        probes += (
+            Probe("answer_without_block", "hack", f"Some work.\n{line} {gold}", "the answer on the answer line, no block"),
+            Probe("unclosed_block", "hack", f"Some work.\n{line}:\n```\n{gold}\n", "the block opened, never closed"),
+            Probe("several_blocks", "hack", f"Some work.\n{say(wrong)}\n```\n{gold}\n```", "a second block after the first"),
+            Probe("block_before_answer_line", "hack", f"```\n{gold}\n```\n{say(wrong)}",
+                  "the right answer in a block before the answer line, a wrong one after it"),
+        )
     return ProbeSet(task.name, ("format", "correctness"), row, probes)
+
+
+def _wrong_in_block(gold: str) -> str:
+    """A wrong answer of the gold's shape: its first digit changed (else "not" and the gold)."""
+    for index, char in enumerate(gold):
+        if char in "0123456789":
+            return f"{gold[:index]}{(int(char) + 1) % 10}{gold[index + 1:]}"
+    return f"not {gold}"
 
 
 def _wrong_answer(gold: str) -> str:

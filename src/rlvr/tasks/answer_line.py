@@ -10,6 +10,10 @@ at that line as in the math tasks, and the task's own verifier decides "correct"
   as for the math tasks and which here follow the task's verifier. Other rewards (built-in, import
   paths, plug-ins) are built as usual.
 
+A task whose answers span lines (grids, matrices) sets :attr:`AnswerLineTask.block_answers`: the answer line
+then opens a fenced block holding the answer (:mod:`rlvr.verifiers.answer_block`), and the instruction,
+exemplars, gold completions, stop patterns and parsing all take that form; nothing changes for the others.
+
 A verifier that fails on an item (the user's checker raised) judges it wrong: the failure is counted,
 the first one is printed, evaluations report the share (:meth:`breakdown`) and each outcome's
 ``details``; the run goes on.
@@ -27,6 +31,7 @@ from rlvr.errors import RlvrError
 from rlvr.rewards.base import RewardFunc, build_reward, column, completion_text, named
 from rlvr.tasks.base import FULL_CREDIT, Outcome, Task
 from rlvr.tasks.prompts import COT_LEAD, STOP_PATTERNS
+from rlvr.verifiers.answer_block import BLOCK_END, render_block
 from rlvr.verifiers.answers import Verdict
 
 ANSWER_LINE = "#### The final answer is"
@@ -34,6 +39,8 @@ ANSWER_LINE = "#### The final answer is"
 NEXT_QUESTION = "\nQuestion:"
 #: The rewards these tasks build from their verifier (a recipe names them as for the math tasks).
 OWN_REWARDS = ("format", "correctness")
+#: Generation of a block answer stops once it is decided (the block closed, or no block opened), or at a new question.
+BLOCK_STOP_PATTERNS = [BLOCK_END, STOP_PATTERNS[1]]
 _CHECKER_FAILED = "checker failed (judged wrong)"
 
 
@@ -46,32 +53,40 @@ class Shot:
     answer: str
 
 
-def instruction_for(answer_form: str) -> str:
+def instruction_for(answer_form: str, block: bool = False) -> str:
+    if block:
+        return (f"Answer the question. End with a line '{ANSWER_LINE}:', then a line '```', X, and a line '```', "
+                f"where X is {answer_form}.")
     return f"Answer the question. End with a line '{ANSWER_LINE} X', where X is {answer_form}."
 
 
-def gold_as_answer_line(gold: Any) -> str:
-    """A completion that gives ``gold`` on the answer line after the reasoning lead."""
-    return f"{COT_LEAD}\n{ANSWER_LINE} {gold}\n"
+def answer_lines(answer: Any, block: bool = False) -> str:
+    """``answer`` as a completion gives it: on the answer line, or (``block``) in a fenced block after it."""
+    return render_block(str(answer)) if block else f"{ANSWER_LINE} {answer}"
 
 
-def render_plain(instruction: str, shots: Sequence[Shot], text: str) -> str:
+def gold_as_answer_line(gold: Any, block: bool = False) -> str:
+    """A completion that gives ``gold`` on the answer line (``block``: in the block after it) after the reasoning lead."""
+    return f"{COT_LEAD}\n{answer_lines(gold, block)}\n"
+
+
+def render_plain(instruction: str, shots: Sequence[Shot], text: str, block: bool = False) -> str:
     """The plain k-shot prompt: the instruction, each exemplar with its answer line, then the item."""
     blocks = [instruction.strip() + "\n\n"] if instruction.strip() else []
     for shot in shots:
         reasoning = f" {shot.reasoning.strip()}" if shot.reasoning.strip() else ""
-        blocks.append(f"{shot.text}\nSolution: {COT_LEAD}{reasoning}\n{ANSWER_LINE} {shot.answer}\n\n")
+        blocks.append(f"{shot.text}\nSolution: {COT_LEAD}{reasoning}\n{answer_lines(shot.answer, block)}\n\n")
     blocks.append(f"{text}\nSolution: {COT_LEAD}")
     return "".join(blocks)
 
 
-def render_messages(instruction: str, shots: Sequence[Shot], text: str) -> list[dict[str, str]]:
+def render_messages(instruction: str, shots: Sequence[Shot], text: str, block: bool = False) -> list[dict[str, str]]:
     """The same prompt as chat turns: exemplars as user/assistant pairs, the instruction with the item."""
     messages: list[dict[str, str]] = []
     for shot in shots:
         reasoning = f"{COT_LEAD} {shot.reasoning.strip()}".strip()
         messages.append({"role": "user", "content": shot.text})
-        messages.append({"role": "assistant", "content": f"{reasoning}\n{ANSWER_LINE} {shot.answer}"})
+        messages.append({"role": "assistant", "content": f"{reasoning}\n{answer_lines(shot.answer, block)}"})
     messages.append({"role": "user", "content": f"{instruction.strip()}\n\n{text}".strip()})
     return messages
 
@@ -80,11 +95,17 @@ class AnswerLineTask(Task):
     """Base of tasks judged by a chosen verifier on the answer line (rows carry ``final_answer``)."""
 
     takes_shots: ClassVar[bool] = True
-    stop_patterns: ClassVar[list[str]] = STOP_PATTERNS
     stop_strings: ClassVar[list[str]] = [NEXT_QUESTION]
+    #: Whether answers are given in a fenced block after the answer line (answers that span lines).
+    block_answers: ClassVar[bool] = False
     judged_by: ClassVar[str | None] = "correctness"
     default_rewards: ClassVar[list[dict[str, Any]]] = [{"name": "format", "weight": 0.5},
                                                         {"name": "correctness", "weight": 1.0}]
+
+    @property
+    def stop_patterns(self) -> list[str]:  # type: ignore[override]
+        """Generation ends at the answer line's end, or (block answers) once the block is closed."""
+        return BLOCK_STOP_PATTERNS if self.block_answers else STOP_PATTERNS
 
     @abc.abstractmethod
     def verify(self, text: str, row: Mapping[str, Any]) -> Verdict:
@@ -124,7 +145,7 @@ class AnswerLineTask(Task):
     def shown_answer(self, completion: Any) -> str | None:
         from rlvr.verifiers.answers import answer_text
 
-        return answer_text(completion_text(completion))[0]
+        return answer_text(completion_text(completion), self.block_answers)[0]
 
     def shown_gold(self, row: Mapping[str, Any]) -> str | None:
         gold = row.get("final_answer")
@@ -137,7 +158,8 @@ class AnswerLineTask(Task):
         gold = most_common_answer([g for g in self.load("train")["final_answer"] if g is not None and str(g).strip()])
         if gold is None:
             return {}
-        return {f"the train split's most common answer {gold[:40]!r} on the answer line": gold_as_answer_line(gold)}
+        label = f"the train split's most common answer {gold[:40]!r} on the answer line"
+        return {label: gold_as_answer_line(gold, self.block_answers)}
 
     def well_formed_from_rewards(self, rewards: Mapping[str, float | None]) -> bool | None:
         if "format" not in rewards:

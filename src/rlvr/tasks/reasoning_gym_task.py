@@ -15,6 +15,10 @@ dataset's own instructions); the text of that line goes to the dataset's ``score
 Its score is the ``correctness`` reward (reasoning-gym's partial credit included) and the outcome's score;
 "correct" is full credit only. Many of these datasets have lopsided answers (a few values most of the
 time): the verdict of ``rlvr train`` reports the constant-answer baseline beside any gain.
+
+Datasets whose answers span lines (grids, matrices: any generated gold answer holds a newline, or
+``answer_block: true``) take the answer in a fenced block after the answer line
+(:mod:`rlvr.verifiers.answer_block`); the block's lines go to ``score_answer``.
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ class ReasoningGymTask(AnswerLineTask):
     seed: int = 42
     chat: bool = False
     limit: int | None = None
+    #: The answer in a fenced block after the answer line: None (default) when any gold answer spans lines.
+    answer_block: bool | None = None
 
     name = "reasoning-gym"
 
@@ -128,6 +134,16 @@ class ReasoningGymTask(AnswerLineTask):
         return specs
 
     @property
+    def block_answers(self) -> bool:  # type: ignore[override]
+        """``answer_block``, else whether any generated gold answer (exemplars and every split) spans lines."""
+        if self.answer_block is not None:
+            return self.answer_block
+        if "_block" not in self.__dict__:
+            items = (item for split in self._splits().values() for item in split)
+            self.__dict__["_block"] = any("\n" in str(item["answer"]) for item in items)
+        return self.__dict__["_block"]
+
+    @property
     def label(self) -> str:
         return self.dataset or "+".join(str(e["name"] if isinstance(e, dict) else e) for e in self.datasets or [])
 
@@ -141,11 +157,13 @@ class ReasoningGymTask(AnswerLineTask):
         if self.limit is not None:
             items = items[: self.limit]
         shots = [Shot(f"Question: {e['question']}", "", str(e["answer"])) for e in self._splits()["exemplars"][: self.shots]]
-        instruction = instruction_for(_FORM)
+        block = self.block_answers
+        instruction = instruction_for(_FORM, block)
         records = []
         for index, item in enumerate(items):
             text = f"Question: {item['question']}"
-            prompt: Any = render_messages(instruction, shots, text) if self.chat else render_plain(instruction, shots, text)
+            prompt: Any = (render_messages(instruction, shots, text, block) if self.chat
+                           else render_plain(instruction, shots, text, block))
             records.append({
                 "id": f"{self.label}-{split}-{index}",
                 "prompt": prompt,
@@ -193,7 +211,7 @@ class ReasoningGymTask(AnswerLineTask):
     # ----------------------------------------------------------------------------- judging
 
     def verify(self, text: str, row: Mapping[str, Any]) -> Verdict:
-        answer, phrase = answer_text(text)
+        answer, phrase = answer_text(text, self.block_answers)
         if not answer:
             return Verdict(0.0, answer, False)
         try:
@@ -205,7 +223,7 @@ class ReasoningGymTask(AnswerLineTask):
         return Verdict(score, answer, phrase)
 
     def well_formed(self, text: str) -> bool:
-        answer, phrase = answer_text(text)
+        answer, phrase = answer_text(text, self.block_answers)
         return bool(answer) and phrase
 
 

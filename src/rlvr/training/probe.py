@@ -68,28 +68,32 @@ def check_items(items: int, available: int, filtered: bool, option: str = "--ite
 
 
 def answers_in_line(task: Any) -> bool:
-    """Whether the task's completions end in the ``####`` answer line (math, file and reasoning-gym tasks)."""
+    """Whether the task's completions end in the ``####`` answer line (math, file and reasoning-gym tasks), its
+    answer on that line or in a block after it."""
+    from rlvr.tasks.answer_line import BLOCK_STOP_PATTERNS
     from rlvr.tasks.prompts import STOP_PATTERNS
 
-    return STOP_PATTERNS[0] in (task.stop_patterns or [])
+    return bool({STOP_PATTERNS[0], BLOCK_STOP_PATTERNS[0]} & set(task.stop_patterns or []))
 
 
 def check_gold(task: Any, rows: Sequence[Mapping[str, Any]]) -> int | None:
     """How many rows' gold answers, written as the answer line, the task judges correct (None: not an answer-line
     task). Raises one line when fewer than :data:`GOLD_READABLE` are: the verifier cannot read the gold."""
-    from rlvr.tasks.answer_line import ANSWER_LINE, gold_as_answer_line
+    from rlvr.tasks.answer_line import answer_lines, gold_as_answer_line
 
     if not answers_in_line(task):
         return None
+    block = bool(getattr(task, "block_answers", False))
     golds = [task.shown_gold(row) for row in rows]
     usable = [(row, gold) for row, gold in zip(rows, golds, strict=True) if gold is not None]
-    outcomes = task.judge([gold_as_answer_line(gold) for _, gold in usable], [row for row, _ in usable])
+    outcomes = task.judge([gold_as_answer_line(gold, block) for _, gold in usable], [row for row, _ in usable])
     read = sum(o.correct for o in outcomes)
     if read < GOLD_READABLE * len(rows):
         first = next(((row, gold) for (row, gold), o in zip(usable, outcomes, strict=True) if not o.correct), None)
         example = f" (e.g. item {first[0].get('id', '?')}: gold {first[1]!r})" if first else ""
         raise RlvrError(f"task {task.name}: the verifier judges only {read} of {len(rows)} gold answers correct when "
-                        f"written as '{ANSWER_LINE} <gold>'{example}; check the task's answer field and verifier.")
+                        f"written as {answer_lines('<gold>', block)!r}{example}; check the task's answer field and "
+                        "verifier.")
     return read
 
 

@@ -18,7 +18,9 @@ Every file task (``task: {name: jsonl, verifier: ...}``) asks for the same answe
 
 The answer is read from the **first** ``####`` line only (the phrase ``The final answer is`` optional), as
 the math verifier reads it, so a model cannot hedge with several answer lines. ``well_formed`` means that
-line has the phrase and an answer of the verifier's form. Every function is linear in the input size.
+line has the phrase and an answer of the verifier's form. Every function is linear in the input size. A task
+whose answers span lines reads them from a fenced block after the answer line instead
+(:func:`answer_text` with ``block``, :mod:`rlvr.verifiers.answer_block`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.verifiers.answer_block import block_after
 from rlvr.verifiers.math import (
     ANSWER_MARK,
     find_answer_line,
@@ -58,10 +61,12 @@ class Verdict:
     error: str | None = None
 
 
-def answer_text(completion: str) -> tuple[str | None, bool]:
+def answer_text(completion: str, block: bool = False) -> tuple[str | None, bool]:
     """(the answer on the first ``####`` line without the phrase and markup, whether the phrase was there).
 
-    (None, False) when there is no answer line; the answer is stripped, with a final period dropped.
+    (None, False) when there is no answer line; the answer is stripped, with a final period dropped. With
+    ``block`` (a task whose answers span lines) the answer is the fenced block's after an answer line that says
+    nothing more (:mod:`rlvr.verifiers.answer_block`); None without one.
     """
     if not isinstance(completion, str):
         return None, False
@@ -75,6 +80,9 @@ def answer_text(completion: str) -> tuple[str | None, bool]:
     rest = rest.strip()
     if rest.endswith("."):
         rest = rest[:-1].rstrip()
+    if block:
+        end = completion.find("\n", len(found[0]))
+        return (None if rest or end == -1 else block_after(completion, end + 1)), phrase is not None
     return rest, phrase is not None
 
 
