@@ -84,6 +84,16 @@ class RunConfig:
     advantage_clip: float | None = None
     #: JSONL of prompt ids to train on (from `rlvr filter`); other training rows are left out (None: all).
     difficulty_filter: str | None = None
+    #: Which training prompts each step draws: uniform (TRL's seeded shuffle) or online (by per-prompt pass estimates
+    #: from the rollouts: prompts likely to give groups with some right and some wrong completions first;
+    #: rlvr.training.prompt_selection). One process only.
+    prompt_selection: str = "uniform"
+    #: Online: the drawing weight, relative to a prompt likely to give signal (1), below which a prompt always right
+    #: or always wrong never falls, so it is revisited and its estimate stays honest; in (0, 1].
+    prompt_selection_revisit: float = 0.05
+    #: Online: seed the estimates from a `rlvr filter` JSONL (pass_rate per id) or a `rlvr probe` probe.json
+    #: (None: run.difficulty_filter's file where set, else no prior counts).
+    prompt_selection_prior: str | None = None
     #: Before training (fresh runs), probe the base model on the first N training prompts as `rlvr probe` does and
     #: print one line with the verdict (too long, format-bound, at chance, too hard, too easy, constant-prone,
     #: learnable), also in summary.json under probe (0: no probe).

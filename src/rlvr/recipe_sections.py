@@ -79,10 +79,28 @@ def check_run_section(run: Any) -> None:
         if not isinstance(value, int) or value < least:
             raise RlvrError(f"run.{name} must be an integer >= {least}, got {value!r}.")
     check_sweep_variants(run.sweep_variants)
+    check_prompt_selection(run)
     from rlvr.timeouts import check_limit
 
     check_limit(run.user_code_timeout, "run.user_code_timeout")
     check_limit(run.task_load_timeout, "run.task_load_timeout")
+
+
+def check_prompt_selection(run: Any) -> None:
+    """``run.prompt_selection`` and its two settings (:mod:`rlvr.training.prompt_selection`)."""
+    if run.prompt_selection not in ("uniform", "online"):
+        raise RlvrError(f"run.prompt_selection must be uniform or online, got {run.prompt_selection!r}.")
+    revisit = run.prompt_selection_revisit
+    if isinstance(revisit, bool) or not isinstance(revisit, int | float) or not 0 < revisit <= 1:
+        raise RlvrError(f"run.prompt_selection_revisit must be a number in (0, 1] (the least drawing weight of a prompt "
+                        f"always right or always wrong; 1: no preference), got {revisit!r}.")
+    prior = run.prompt_selection_prior
+    if prior is not None and (not isinstance(prior, str) or not prior.strip()):
+        raise RlvrError(f"run.prompt_selection_prior must be a file path (a `rlvr filter` JSONL or a probe.json) or "
+                        f"null, got {prior!r}.")
+    if prior is not None and run.prompt_selection != "online":
+        raise RlvrError("run.prompt_selection_prior seeds online selection's estimates: set run.prompt_selection: "
+                        "online, or leave the prior out.")
 
 
 #: Keys of one ``run.sweep_variants`` entry.

@@ -14,6 +14,7 @@ _COLUMNS = [
     ("acc", "health/accuracy", "{:.0%}"),
     ("zero-var groups", "zero_variance/share", "{:.0%}"),
     ("zero-var groups", "frac_reward_zero_std", "{:.0%}"),  # TRL's, when rlvr's own share is absent
+    ("prompts seen", "selection/distinct_prompts", "{:.0f}"),  # run.prompt_selection: online
     ("adv±", "advantages/std", "{:.2f}"),
     ("len", "completions/mean_length", "{:.0f}"),
     ("stopped", "completions/stopped_at_answer_ratio", "{:.0%}"),

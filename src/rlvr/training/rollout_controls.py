@@ -3,8 +3,9 @@
 :func:`controlled_batch` is :class:`rlvr.training.trainer.RlvrGRPOTrainer`'s rollout hook: TRL's rollout, then
 the practitioners' advantage controls (:mod:`rlvr.training.controls`: zero-variance groups kept, dropped or
 resampled, advantages clipped), the health metrics (:func:`rlvr.training.health.batch_metrics`) in TRL's metric
-lists, the best-rewarded rollouts offered to the trainer's ``top_completions``, and the batch's rows kept as
-``last_batch`` for samples and histograms.
+lists, the best-rewarded rollouts offered to the trainer's ``top_completions``, each rollout's judged completions
+counted into the prompt estimates (``prompt_selection``), and the batch's rows kept as ``last_batch`` for samples
+and histograms.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def controlled_batch(trainer: Any, inputs: list[dict[str, Any]]) -> dict[str, An
         return batch
     size = trainer.num_generations
     rows = scored_rows(trainer)
+    observe(trainer, inputs, rows)
     step = trainer.state.global_step + 1
     trainer.top_completions.offer(rows, step)  # every process's rows (rewards and completions are gathered)
     zero = zero_variance_groups(total_rewards(trainer), size)
@@ -96,8 +98,10 @@ def resample(trainer: Any, batch: dict[str, Any], zero: torch.Tensor, rows: list
         todo = zero.nonzero().flatten().tolist()
         if not todo:
             break
-        fresh = trainer.trl_rollout(trainer, _fresh_inputs(trainer, len(todo)))
+        fresh_inputs = _fresh_inputs(trainer, len(todo))
+        fresh = trainer.trl_rollout(trainer, fresh_inputs)
         fresh_rows = scored_rows(trainer)
+        observe(trainer, fresh_inputs, fresh_rows)
         trainer.top_completions.offer(fresh_rows, trainer.state.global_step + 1)
         useful = (~zero_variance_groups(total_rewards(trainer), size)).nonzero().flatten().tolist()
         pairs = list(zip(todo, useful, strict=False))
@@ -116,8 +120,18 @@ def resample(trainer: Any, batch: dict[str, Any], zero: torch.Tensor, rows: list
 
 def _fresh_inputs(trainer: Any, groups: int) -> list[dict[str, Any]]:
     dataset = trainer.train_dataset
-    picks = [trainer.resample_rng.randrange(len(dataset)) for _ in range(groups)]
+    selection = getattr(trainer, "prompt_selection", None)
+    picks = selection.fresh_picks(groups) if selection is not None else None  # online: drawn by the estimates
+    if picks is None:
+        picks = [trainer.resample_rng.randrange(len(dataset)) for _ in range(groups)]
     return [dict(dataset[i]) for i in picks for _ in range(trainer.num_generations)]
+
+
+def observe(trainer: Any, inputs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """One rollout's judged completions into the prompt estimates (:mod:`rlvr.training.prompt_selection`)."""
+    selection = getattr(trainer, "prompt_selection", None)
+    if selection is not None:
+        selection.observe(inputs, rows, trainer.task)
 
 
 def _number(value: float) -> float | None:

@@ -58,6 +58,8 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     log_constant_baseline(trainer, output_dir, result.test)
     result.kept_best = KeepBest.of(trainer)
     result.probe = probed
+    if getattr(trainer, "prompt_selection", None) is not None:
+        result.prompt_selection = trainer.prompt_selection.summary(history)
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe, resumed_from=resumed_from)
     return result
@@ -142,6 +144,9 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
     trainer.rlvr_precision = precision
     install_health(trainer, recipe, task)
+    from rlvr.training.prompt_selection import PromptSelection
+
+    PromptSelection.install(trainer, recipe, quiet)  # run.prompt_selection: the sampler, estimates and their record
     trainer.add_callback(SharedPromptCallback(trainer))
     if not quiet:
         ConsoleCallback.install(trainer)

@@ -31,6 +31,7 @@ class TrainResult:
     kept_best: Any = None  # rlvr.training.best.KeepBest when run.keep_best chose the weights kept
     probe: dict[str, Any] | None = None  # the base model probed before training (run.probe_items): rlvr.training.probe
     precision: dict[str, Any] | None = None  # the weights' dtype and why (rlvr.precision.Precision.summary)
+    prompt_selection: dict[str, Any] | None = None  # which prompts were drawn and what they gave (prompt_selection.py)
 
     @property
     def reward_start(self) -> float | None:
@@ -120,6 +121,8 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
         summary["resumed_from"] = str(resumed_from)
     if result.probe:
         summary["probe"] = result.probe
+    if result.prompt_selection:
+        summary["prompt_selection"] = result.prompt_selection
     from rlvr.sandbox import isolation_used
 
     if isolation_used() is not None:  # code tasks: the sandbox isolation the programs ran under (the weakest)

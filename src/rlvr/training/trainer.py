@@ -284,3 +284,7 @@ class RlvrGRPOTrainer(TrlHooks):
     def rollout_batch(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         return controlled_batch(self, inputs)
 
+    def train_sampler(self, dataset: Any, trl: Callable[[], Any]) -> Any:  # run.prompt_selection
+        selection = getattr(self, "prompt_selection", None)
+        return trl() if selection is None else selection.sampler(self, dataset, trl)
+

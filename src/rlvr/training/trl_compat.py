@@ -2,7 +2,7 @@
 
 rlvr extends TRL's ``GRPOTrainer`` at points TRL does not make public: how one
 turn of completions is generated, how rewards are scored, the rollout dict that
-feeds the loss, the per-token log-prob forward, and its metric and sample logs.
+feeds the loss, the per-token log-prob forward, the training sampler, and its metric and sample logs.
 :class:`TrlHooks` turns each of those private methods into an rlvr hook that
 receives TRL's own implementation as a callable, and exposes the private
 attributes rlvr reads under public names. No other rlvr module names a private
@@ -70,6 +70,7 @@ HOOKED = {
     "_generate_single_turn": ("prompt_ids", "images", "multimodal_fields", "num_generations"),
     "_generate_and_score_completions": ("inputs",),
     "_save_checkpoint": ("model", "trial"),
+    "_get_train_sampler": ("dataset",),
     "_get_per_token_logps_and_entropies": (
         "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size", "compute_entropy", "compute_aux_loss",
     ),
@@ -182,11 +183,19 @@ class TrlHooks(GRPOTrainer):
     def _save_checkpoint(self, model, trial):  # noqa: ANN001, ANN202
         return self.save_checkpoint(partial(super()._save_checkpoint, model, trial))
 
+    def _get_train_sampler(self, dataset=None):  # noqa: ANN001, ANN202
+        return self.train_sampler(dataset, partial(super()._get_train_sampler, dataset))
+
     # --- hooks (TRL's behaviour unless a subclass overrides them) ----------------------------------------------
 
     def save_checkpoint(self, trl: Callable[[], Any]) -> None:
         """Write ``checkpoint-N`` (weights, optimizer, scheduler, RNG, trainer state) and rotate old ones."""
         trl()
+
+    def train_sampler(self, dataset: Any, trl: Callable[[], Any]) -> Any:
+        """The training sampler over ``dataset``: TRL's ``RepeatSampler`` (each prompt ``num_generations`` times in a
+        row, generation batches repeated ``num_iterations x steps_per_generation`` times, seeded by ``args.seed``)."""
+        return trl()
 
     def tokenize_prompts(self, trl: Callable[[], Any]) -> Any:
         """(prompt ids per row, images, multimodal fields) for a rollout's prompts, chat templates applied."""
