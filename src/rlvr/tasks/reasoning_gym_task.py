@@ -31,6 +31,7 @@ from typing import Any
 from rlvr.errors import RlvrError
 from rlvr.tasks.answer_line import AnswerLineTask, Shot, instruction_for, render_messages, render_plain
 from rlvr.tasks.base import TASKS, check_split
+from rlvr.tasks.curriculum_levels import LevelPlan, check_settings, resolve
 from rlvr.tasks.prompts import check_shots
 from rlvr.tasks.splits import PRIORITY, QuestionPool
 from rlvr.verifiers.answers import Verdict, answer_text
@@ -96,11 +97,18 @@ class ReasoningGymTask(AnswerLineTask):
     limit: int | None = None
     #: The answer in a fenced block after the answer line: None (default) when any gold answer spans lines.
     answer_block: bool | None = None
+    #: Train through the dataset's curriculum levels up to config (rlvr.tasks.curriculum_levels): auto (where every
+    #: dataset has one and a target lies above its first level), on, off. train_size rows per level (a mixture: its
+    #: share per level); a level is raised when its last curriculum_window groups pass curriculum_threshold.
+    curriculum: str = "auto"
+    curriculum_threshold: float = 0.5
+    curriculum_window: int = 16
 
     name = "reasoning-gym"
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
+        check_settings(self.curriculum, self.curriculum_threshold, self.curriculum_window)
         if (self.dataset is None) == (self.datasets is None):
             raise RlvrError("task reasoning-gym needs one of dataset (a name) or datasets (a weighted mixture).")
         if self.dataset is not None:
@@ -113,6 +121,8 @@ class ReasoningGymTask(AnswerLineTask):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise RlvrError(f"reasoning-gym {name} must be a positive integer.")
+        if self.curriculum == "on":
+            self.level_plans()  # no curriculum to climb: said now, in one line
 
     def _specs(self) -> list[Any]:
         from reasoning_gym.composite import DatasetSpec
@@ -139,7 +149,7 @@ class ReasoningGymTask(AnswerLineTask):
         if self.answer_block is not None:
             return self.answer_block
         if "_block" not in self.__dict__:
-            items = (item for split in self._splits().values() for item in split)
+            items = (item for key, split in self._splits().items() if key != "train_levels" for item in split)
             self.__dict__["_block"] = any("\n" in str(item["answer"]) for item in items)
         return self.__dict__["_block"]
 
@@ -171,6 +181,7 @@ class ReasoningGymTask(AnswerLineTask):
                 "final_answer": str(item["answer"]),
                 "source_dataset": str(item.get("metadata", {}).get("source_dataset", self.dataset)),
                 "entry": json.dumps(item, default=str, ensure_ascii=False),
+                **({"level": self._splits()["train_levels"][index]} if split == "train" and self.level_plans() else {}),
             })
         return Dataset.from_list(records)
 
@@ -183,20 +194,56 @@ class ReasoningGymTask(AnswerLineTask):
                                             f"reasoning-gym {self.label} exemplars")
             for split in PRIORITY:
                 size = getattr(self, f"{split}_size")
+                if split == "train" and self.level_plans():
+                    cache["train"], cache["train_levels"] = self._level_rows(taken)
+                    continue
                 cache[split] = taken.draw(self._stream(size, _SPLIT_OFFSETS[split]), size,
                                           f"reasoning-gym {self.label} {split} split")
         return cache
 
-    def _create(self, size: int, seed: int) -> Any:
+    # ----------------------------------------------------------------------------- curriculum
+
+    def level_plans(self) -> dict[str, LevelPlan] | None:
+        """Each dataset's curriculum levels up to its config (None: trained on the config alone)."""
+        if "_plans" not in self.__dict__:
+            self.__dict__["_plans"], self.__dict__["curriculum_note"] = resolve(
+                self.curriculum, self._components(), self.curriculum_threshold, self.curriculum_window)
+        return self.__dict__["_plans"]
+
+    def curriculum_possible(self) -> bool:
+        """Whether ``curriculum: auto`` would train through levels, whatever this task's setting."""
+        return resolve("auto", self._components(), self.curriculum_threshold, self.curriculum_window)[0] is not None
+
+    def _components(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(self.dataset, self.config)] if self.dataset else [(s.name, s.config) for s in self._specs()]
+
+    def _level_rows(self, taken: QuestionPool) -> tuple[list[dict[str, Any]], list[int]]:
+        """Train rows of every level of every dataset (a mixture's by weight), each from its own seed stream, drawn
+        after test and validation (target config) so no level shares a question with them."""
+        weights = {s.name: s.weight for s in self._specs()} if self.datasets is not None else {self.dataset: 1.0}
+        items, levels = [], []
+        for component, (name, plan) in enumerate((self.level_plans() or {}).items()):
+            size = max(1, round(self.train_size * weights[name] / sum(weights.values())))
+            for level, config in enumerate(plan.configs):
+                seed = self.seed + _SPLIT_OFFSETS["train"] + 4_000_037 * (1 + level) + 7_919 * component
+                stream = self._stream(size, 0, lambda n, s, name=name, config=config: self._create(n, s, name, config),
+                                      seed)
+                drawn = taken.draw(stream, size, f"reasoning-gym {name} level {level} train split",
+                                   None if level == plan.top else 1)  # an easy level may hold fewer questions
+                items, levels = items + drawn, levels + [level] * len(drawn)
+        return items, levels
+
+    def _create(self, size: int, seed: int, name: str | None = None, config: dict[str, Any] | None = None) -> Any:
         try:
-            if self.dataset is not None:
-                return reasoning_gym().create_dataset(self.dataset, size=size, seed=seed, **self.config)
+            if name is not None or self.dataset is not None:
+                return reasoning_gym().create_dataset(name or self.dataset, size=size, seed=seed,
+                                                      **(self.config if config is None else config))
             return reasoning_gym().create_dataset("composite", size=size, seed=seed, datasets=self._specs())
         except _REJECTED as error:
             raise RlvrError(f"reasoning-gym dataset '{self.label}' rejected its options: {error}") from None
 
-    def _stream(self, size: int, offset: int) -> Any:
-        dataset = self._create(size * _DRAWS_PER_ITEM + 100, self.seed + offset)
+    def _stream(self, size: int, offset: int, create: Any = None, seed: int | None = None) -> Any:
+        dataset = (create or self._create)(size * _DRAWS_PER_ITEM + 100, self.seed + offset if seed is None else seed)
         try:
             yield from (dict(item) for item in dataset)
         except _REJECTED as error:

@@ -64,8 +64,10 @@ class QuestionPool:
     def __init__(self) -> None:
         self.taken: set[str] = set()
 
-    def draw(self, candidates: Iterable[dict[str, Any]], size: int, where: str) -> list[dict[str, Any]]:
-        """The first ``size`` candidates whose question is new (to this split and every earlier one)."""
+    def draw(self, candidates: Iterable[dict[str, Any]], size: int, where: str, least: int | None = None
+             ) -> list[dict[str, Any]]:
+        """The first ``size`` candidates whose question is new (to this split and every earlier one); with ``least``,
+        as many as the candidates hold when that is at least ``least`` (a small problem space: a curriculum level)."""
         chosen = []
         drawn = 0
         for item in candidates:
@@ -77,6 +79,8 @@ class QuestionPool:
             chosen.append(item)
             if len(chosen) == size:
                 return chosen
+        if least is not None and len(chosen) >= least:
+            return chosen
         raise RlvrError(
             f"{where}: only {len(chosen)} distinct new questions in {drawn} generated (asked for {size}); "
             "the generator's problem space is too small for disjoint splits: lower the split sizes or widen "

@@ -15,6 +15,7 @@ _COLUMNS = [
     ("zero-var groups", "zero_variance/share", "{:.0%}"),
     ("zero-var groups", "frac_reward_zero_std", "{:.0%}"),  # TRL's, when rlvr's own share is absent
     ("prompts seen", "selection/distinct_prompts", "{:.0f}"),  # run.prompt_selection: online
+    ("level", "curriculum/level", "{:.3g}"),  # the task's curriculum: level/top and the window's pass rate
     ("adv±", "advantages/std", "{:.2f}"),
     ("len", "completions/mean_length", "{:.0f}"),
     ("stopped", "completions/stopped_at_answer_ratio", "{:.0%}"),
@@ -44,6 +45,9 @@ def format_log(logs: dict[str, Any]) -> str:
         text = fmt.format(logs[key])
         if key == "time/generation":  # the step-time split: generation/reward scoring/update
             text += "".join(f"/{logs.get(k) or 0:.1f}" for k in ("time/rewards", "time/update"))
+        if key == "curriculum/level":
+            rate = logs.get("curriculum/pass_rate")
+            text += f"/{logs.get('curriculum/top', 0):.3g}" + (f" {rate:.0%}" if rate is not None else "")
         parts.append(f"{label} {text}")
     return "  ".join(parts)
 

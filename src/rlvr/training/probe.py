@@ -46,6 +46,7 @@ from rlvr.training.probe_verdict import (
     TOO_LONG,
     Figures,
     Probe,
+    easier_start,
     verdict,
 )
 
@@ -120,6 +121,10 @@ def training_rows(task: Any, difficulty_filter: str | None, items: int, dataset:
             from rlvr.training.difficulty import apply_filter
 
             dataset = apply_filter(dataset, difficulty_filter)
+    if "level" in dataset.column_names:  # the task's curriculum: training draws its first level's rows first
+        from rlvr.training.curriculum import first_level
+
+        dataset = first_level(dataset)
     check_items(items, len(dataset), bool(difficulty_filter), option)
     return [dict(row) for row in dataset.select(training_order(len(dataset), grpo or {})[:items])]
 
@@ -248,7 +253,8 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
                        "computed": COMPUTED, "formed": FORMED, "computed_mixed": COMPUTED_MIXED,
                        "gold_readable": GOLD_READABLE},
     }
-    return Probe(figures, verdict(figures, bool(getattr(task, "chat", False))), info, item_records(task, rows, judged))
+    return Probe(figures, verdict(figures, bool(getattr(task, "chat", False)), easier_start(task, recipe)), info,
+                 item_records(task, rows, judged))
 
 
 def before_training(trainer: Any, recipe: Any) -> dict[str, Any] | None:

@@ -124,13 +124,14 @@ class Probe:
                 "items": self.items}
 
 
-def verdict(f: Figures, chat: bool = False) -> Verdict:
+def verdict(f: Figures, chat: bool = False, easier: str | None = None) -> Verdict:
     """The one word for ``f``, checked in order: too long, format-bound, at chance, too hard, too easy,
     constant-prone, computed, learnable.
 
     Too long comes first because a cut completion also reads as unformatted and wrong; format before
     difficulty because an unformatted completion is judged wrong whatever it knows. ``chat``: the task's prompt
-    is already the chat template (then format-bound does not suggest it).
+    is already the chat template (then format-bound does not suggest it). ``easier``: what too hard suggests first
+    (:func:`easier_start`).
     """
     signal = 1 - f.zero_variance
     if length_blocks_signal(f):
@@ -145,7 +146,8 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        "more exemplars with reasoning (task.shots, task.reasoning) or a larger model")
     if f.groups_all_wrong >= TOO_HARD:
         return Verdict("too hard", f"{f.groups_all_wrong:.0%} of groups all wrong (pass@{f.group_size} "
-                       f"{f.pass_at_g:.0%})", "more exemplars, easier items (rlvr filter), or a larger model")
+                       f"{f.pass_at_g:.0%})", (f"{easier}; or " if easier else "")
+                       + "more exemplars, easier items (rlvr filter), or a larger model")
     if f.groups_all_right >= TOO_EASY:
         return Verdict("too easy", f"{f.groups_all_right:.0%} of groups all right (pass@1 {f.pass_at_1:.0%})",
                        "harder items (rlvr filter, then run.difficulty_filter) or a harder task")
@@ -163,6 +165,17 @@ def verdict(f: Figures, chat: bool = False) -> Verdict:
                        "this budget: expect little gain; a larger model, or exemplars that show the working (task.shots)")
     return Verdict("learnable", f"{signal:.0%} of groups carry signal (pass@1 {f.pass_at_1:.0%}, "
                    f"pass@{f.group_size} {f.pass_at_g:.0%})", "train as is")
+
+
+def easier_start(task: Any, recipe: Any) -> str:
+    """Too hard's first suggestion: the task's curriculum where it has one it does not use (reasoning-gym), else
+    online prompt selection where the recipe does not draw by it (:mod:`rlvr.training.prompt_selection`)."""
+    if getattr(task, "curriculum_possible", None) and task.level_plans() is None and task.curriculum_possible():
+        return (f"train through {task.label}'s curriculum, its easier levels first (task.curriculum: on; the last "
+                "level is this config)")
+    if recipe.run.prompt_selection != "online":
+        return "draw the prompts that give mixed groups (run.prompt_selection: online)"
+    return ""
 
 
 def length_blocks_signal(f: Figures) -> bool:

@@ -65,6 +65,7 @@ class PromptSelection:
         self.mode, self.revisit, self.estimates, self.prior = mode, revisit, estimates, prior
         self.fresh_generator = torch.Generator()  # online: the prompts run.zero_variance_groups=resample rolls out
         self.fresh_generator.manual_seed(seed + 1)
+        self.curriculum: Any = None  # the task's curriculum levels: only their rows are drawn (training/curriculum.py)
         self.seconds = 0.0  # spent drawing, updating and measuring
         self.step_seconds = 0.0  # the steps' own time (time/step), the overhead's denominator
 
@@ -96,6 +97,10 @@ class PromptSelection:
             selection = cls(run.prompt_selection, run.prompt_selection_revisit, estimates, trainer.args.seed, note)
             trainer.add_callback(SelectionCallback(trainer, selection))
         trainer.prompt_selection = selection
+        from rlvr.training import curriculum
+
+        if (levels := curriculum.install(trainer, selection, quiet)) is not None and selection is not None:
+            selection.curriculum = levels
         if online and not quiet and trainer.accelerator.is_main_process:
             seeded = f"estimates seeded from {note}" if note else "estimates from the rollouts, no prior file"
             print(f"rlvr: prompt selection: online, revisit {run.prompt_selection_revisit:g}, {seeded}.", flush=True)
@@ -113,7 +118,7 @@ class PromptSelection:
 
     def sampler(self, trainer: Any, dataset: Any, trl: Callable[[], Any]) -> Any:
         """The training sampler: TRL's (uniform) or an :class:`OnlineSampler` with TRL's layout and seed."""
-        if self.mode != "online":
+        if self.mode != "online" and self.curriculum is None:
             return trl()
         if len(dataset) != len(self.estimates):
             raise RlvrError("run.prompt_selection=online: the sampled dataset is not the train split the estimates "
@@ -124,14 +129,19 @@ class PromptSelection:
                              trainer.num_iterations * args.steps_per_generation, args.seed)
 
     def draw(self, count: int, generator: torch.Generator) -> list[int]:
-        """``count`` prompt indices by weight, distinct where the split has that many."""
+        """``count`` prompt indices by weight (uniform: alike; a curriculum: its eligible rows only), distinct where
+        there are that many."""
         with self.timed():
-            weights = self.estimates.weights(self.revisit)
-            return torch.multinomial(weights, count, replacement=count > weights.numel(), generator=generator).tolist()
+            weights = (self.estimates.weights(self.revisit) if self.mode == "online"
+                       else torch.ones(len(self.estimates), dtype=torch.float64))
+            if self.curriculum is not None:  # only the rows at each dataset's current level
+                weights = weights * self.curriculum.eligible()
+            drawable = int((weights > 0).sum())
+            return torch.multinomial(weights, count, replacement=count > drawable, generator=generator).tolist()
 
     def fresh_picks(self, groups: int) -> list[int] | None:
         """Online: the prompts a resample rolls out in place of ``groups`` zero-variance groups (None: uniform's)."""
-        return self.draw(groups, self.fresh_generator) if self.mode == "online" else None
+        return self.draw(groups, self.fresh_generator) if self.mode == "online" or self.curriculum else None
 
     # --- what the rollouts gave ------------------------------------------------------------------------------------
 
@@ -141,6 +151,8 @@ class PromptSelection:
             size = self.estimates.group_size
             for group, (right, total) in enumerate(group_passes(rows, task, size)):
                 self.estimates.observe(prompt_key(inputs[group * size]), right, total)
+            if self.curriculum is not None:
+                self.curriculum.observe(inputs, rows, task)
 
     def expected_signal(self) -> tuple[float, float]:
         """(share of groups with signal the estimates expect of the sampler's draws, of uniform draws)."""

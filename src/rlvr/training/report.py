@@ -37,6 +37,9 @@ CURVES = [
                                           ("completions/stopped_at_answer_ratio", "stopped at the answer")], "share"),
     ("kl", "KL to the reference and entropy", [("kl", "KL"), ("entropy", "entropy")], "nats / token"),
     ("learning_rate", "Learning rate", [("learning_rate", "learning rate")], "lr"),
+    ("curriculum", "Curriculum level (task.curriculum)", [("curriculum/level", "level"), ("curriculum/top", "target")],
+     "level"),
+    ("curriculum_pass", "Pass rate at the current level", [("curriculum/pass_rate", "recent groups")], "pass rate"),
 ]
 TIME_KEYS = [("time/generation", "generation"), ("time/rewards", "reward scoring"), ("time/update", "update")]
 CSS = ("body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em}"

@@ -60,6 +60,8 @@ def _train(recipe: Recipe, resume: bool | str, quiet: bool) -> TrainResult:
     result.probe = probed
     if getattr(trainer, "prompt_selection", None) is not None:
         result.prompt_selection = trainer.prompt_selection.summary(history)
+        if trainer.prompt_selection.curriculum is not None:  # the task's curriculum: levels reached, promotions
+            result.curriculum = trainer.prompt_selection.curriculum.summary(result.evaluations)
     if trainer.accelerator.is_main_process:  # one writer when several processes train together
         write_summary(result, recipe, resumed_from=resumed_from)
     return result

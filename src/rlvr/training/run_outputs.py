@@ -32,6 +32,7 @@ class TrainResult:
     probe: dict[str, Any] | None = None  # the base model probed before training (run.probe_items): rlvr.training.probe
     precision: dict[str, Any] | None = None  # the weights' dtype and why (rlvr.precision.Precision.summary)
     prompt_selection: dict[str, Any] | None = None  # which prompts were drawn and what they gave (prompt_selection.py)
+    curriculum: dict[str, Any] | None = None  # levels, the level reached, each promotion (training/curriculum.py)
 
     @property
     def reward_start(self) -> float | None:
@@ -123,6 +124,8 @@ def write_summary(result: TrainResult, recipe: Recipe, resumed_from: Path | None
         summary["probe"] = result.probe
     if result.prompt_selection:
         summary["prompt_selection"] = result.prompt_selection
+    if result.curriculum:
+        summary["curriculum"] = result.curriculum
     from rlvr.sandbox import isolation_used
 
     if isolation_used() is not None:  # code tasks: the sandbox isolation the programs ran under (the weakest)
