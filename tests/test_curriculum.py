@@ -217,3 +217,13 @@ def test_a_cpu_default_recipe_on_a_reasoning_gym_dataset_with_a_curriculum_uses_
     task = build_parts(load_recipe(str(path))).task()
     assert task.curriculum == "auto" and task.level_plans()["chain_sum"].top == 1
     assert task.curriculum_note.startswith("rlvr: curriculum: on (auto)")
+
+
+@pytest.mark.parametrize(("written", "meant"), [("curriculum: off", "off"), ("curriculum: on", "on"), ("curriculum: auto", "auto")])
+def test_yaml_on_and_off_are_read_as_the_curriculum_modes(written, meant):
+    import yaml
+
+    from rlvr.tasks import get_task
+
+    options = {"dataset": "basic_arithmetic", "config": {"min_terms": 2, "max_terms": 3}, **yaml.safe_load(written)}
+    assert get_task("reasoning-gym", options).curriculum == meant

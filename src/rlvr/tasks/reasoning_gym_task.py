@@ -100,7 +100,7 @@ class ReasoningGymTask(AnswerLineTask):
     #: Train through the dataset's curriculum levels up to config (rlvr.tasks.curriculum_levels): auto (where every
     #: dataset has one and a target lies above its first level), on, off. train_size rows per level (a mixture: its
     #: share per level); a level is raised when its last curriculum_window groups pass curriculum_threshold.
-    curriculum: str = "auto"
+    curriculum: str | bool = "auto"  # YAML reads a bare on / off as true / false: taken as on / off
     curriculum_threshold: float = 0.5
     curriculum_window: int = 16
 
@@ -108,6 +108,8 @@ class ReasoningGymTask(AnswerLineTask):
 
     def __post_init__(self) -> None:
         check_shots(self.shots)
+        if isinstance(self.curriculum, bool):
+            self.curriculum = "on" if self.curriculum else "off"
         check_settings(self.curriculum, self.curriculum_threshold, self.curriculum_window)
         if (self.dataset is None) == (self.datasets is None):
             raise RlvrError("task reasoning-gym needs one of dataset (a name) or datasets (a weighted mixture).")
