@@ -227,3 +227,17 @@ def test_yaml_on_and_off_are_read_as_the_curriculum_modes(written, meant):
 
     options = {"dataset": "basic_arithmetic", "config": {"min_terms": 2, "max_terms": 3}, **yaml.safe_load(written)}
     assert get_task("reasoning-gym", options).curriculum == meant
+
+
+def test_the_constant_answer_is_learnt_from_the_target_levels_train_rows_only():
+    from rlvr.tasks import get_task
+
+    options = {"dataset": "products", "config": {"min_digits": 1, "max_digits": 2}, "train_size": 60,
+               "validation_size": 5, "test_size": 10}
+    task = get_task("reasoning-gym", options)
+    rows = task.load("train")
+    top = max(rows["level"])
+    at_target = [a for a, level in zip(rows["final_answer"], rows["level"], strict=True) if level == top]
+    assert len(rows) > len(at_target) and task.train_answers() == at_target
+    assert get_task("reasoning-gym", {**options, "curriculum": "off"}).train_answers() == list(
+        get_task("reasoning-gym", {**options, "curriculum": "off"}).load("train")["final_answer"])

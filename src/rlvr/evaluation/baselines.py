@@ -96,7 +96,7 @@ def constant_baseline(task: Any, items: Any, top_completions: Any = None) -> dic
     from rlvr.verifiers.answer_keys import constant_answer_accuracy
 
     if "final_answer" in items.column_names and task.single_gold_answer:
-        return constant_answer_accuracy(task.load("train")["final_answer"], items["final_answer"])
+        return constant_answer_accuracy(task.train_answers(), items["final_answer"])
     rollouts = top_completions.candidates() if top_completions is not None else []
     return constant_completion_baseline(task, list(items), rollouts + reference_candidates(task))
 

@@ -122,6 +122,11 @@ class Task(abc.ABC):
         the train split's most common one is a baseline; False where a checker judges answers its own way."""
         return True
 
+    def train_answers(self) -> list[Any]:
+        """The train split's gold answers as the test items are drawn (the constant-answer baseline learns its
+        answer from them): every train row's ``final_answer`` unless the task trains on other configurations too."""
+        return list(self.load("train")["final_answer"])
+
     def reference_completions(self) -> dict[str, str]:
         """Fixed completions worth judging on every test item, ``{label: completion text}`` ({}: none).
 

@@ -212,6 +212,17 @@ class ReasoningGymTask(AnswerLineTask):
                 self.curriculum, self._components(), self.curriculum_threshold, self.curriculum_window)
         return self.__dict__["_plans"]
 
+    def train_answers(self) -> list[Any]:
+        """Under a curriculum, the answers of the train rows at each dataset's target level only: the test items'
+        configuration, so the constant baseline is not learnt from easier levels' answers."""
+        rows = self.load("train")
+        plans = self.level_plans()
+        if not plans or "level" not in rows.column_names:
+            return list(rows["final_answer"])
+        tops = {name: plan.top for name, plan in plans.items()}
+        return [answer for answer, level, name in zip(rows["final_answer"], rows["level"], rows["source_dataset"],
+                                                      strict=True) if level == tops.get(name, level)]
+
     def curriculum_possible(self) -> bool:
         """Whether ``curriculum: auto`` would train through levels, whatever this task's setting."""
         return resolve("auto", self._components(), self.curriculum_threshold, self.curriculum_window)[0] is not None

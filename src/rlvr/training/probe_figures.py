@@ -204,7 +204,7 @@ def train_answers(task: Any, rows: Sequence[Mapping[str, Any]]) -> list[str] | N
     from the same (before any ``run.difficulty_filter``)."""
     if not rows or "final_answer" not in rows[0]:
         return None
-    return [str(g) for g in task.load("train")["final_answer"]]
+    return [str(g) for g in task.train_answers()]
 
 
 def share(values: Sequence[bool]) -> float:
