@@ -151,3 +151,8 @@ def test_shots_for_a_task_without_exemplars_give_one_line(tiny, tmp_path, capsys
 def test_more_keyword_example_notes_than_there_are_give_one_line(tiny, tmp_path, capsys):
     assert run_eval("--model", tiny, "--task", "keywords", "--shots", "0,3", "--output", str(tmp_path)) == 2
     assert "holds 2 example notes" in one_error_line(capsys)
+
+
+def test_a_missing_adapter_without_a_model_is_named_in_one_line(tmp_path, capsys):
+    assert run_eval("--adapter", str(tmp_path / "gone"), "--output", str(tmp_path / "out")) == 2
+    assert one_error_line(capsys) == f"rlvr: error: adapter directory not found: {tmp_path / 'gone'}"

@@ -102,6 +102,11 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         options["data"] = args.data
     if args.exemplars:
         options["exemplars"] = args.exemplars
+    from pathlib import Path
+
+    missing = [a for a in args.adapter if a.lower() != "none" and not Path(a).expanduser().is_dir()]
+    if missing:  # before anything else: without a model given, it is where the model would come from
+        raise RlvrError(f"adapter directory not found: {missing[0]}")
     settings = settings_from_runs(args.adapter)
     if settings is not None:  # the run's recipe, resolved as training resolved it: limits, sandbox policy, template
         settings.parts.apply_policies()
