@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,11 @@ def trl_defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(GRPOConfig) if f.default is not dataclasses.MISSING}
 
 
+def grpo_value(grpo: Mapping[str, Any], name: str) -> Any:
+    """A recipe's ``grpo.<name>``, else the installed TRL's default for it (what training gets)."""
+    return grpo.get(name, trl_defaults().get(name))
+
+
 @dataclass(frozen=True)
 class RunParts:
     """Everything a command needs from ``recipe`` beyond the recipe itself (build with :func:`build_parts`)."""
@@ -52,10 +58,6 @@ class RunParts:
     @property
     def max_completion_length(self) -> int:
         return int(self.sampling["max_completion_length"])
-
-    def grpo(self, name: str) -> Any:
-        """The recipe's ``grpo.<name>``, else TRL's default for it."""
-        return self.recipe.grpo.get(name, trl_defaults().get(name))
 
     # ------------------------------------------------------------------ policies in force for the process
 
@@ -131,7 +133,7 @@ class RunParts:
 def build_parts(recipe: Recipe) -> RunParts:
     """The parts of ``recipe``, resolved (cheap: nothing is loaded until asked for)."""
     run = recipe.run
-    sampling = {name: recipe.grpo.get(name, trl_defaults()[name]) for name in SAMPLING_FIELDS}
+    sampling = {name: grpo_value(recipe.grpo, name) for name in SAMPLING_FIELDS}
     return RunParts(
         recipe=recipe,
         chat_format=recipe.model.chat_format or None,

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.run_parts import grpo_value
 from rlvr.training.probe_figures import (
     Judged,
     answer_in_prompt,
@@ -49,14 +50,6 @@ from rlvr.training.probe_verdict import (
     easier_start,
     verdict,
 )
-
-
-def grpo_setting(grpo: Mapping[str, Any], key: str) -> Any:
-    """The recipe's ``grpo.<key>``, else the installed TRL's ``GRPOConfig`` default, as training gets it
-    (:func:`rlvr.run_parts.trl_defaults`: the probe orders and samples prompts as training will)."""
-    from rlvr.run_parts import trl_defaults
-
-    return grpo.get(key, trl_defaults()[key])
 
 
 def check_items(items: int, available: int, filtered: bool, option: str = "--items") -> None:
@@ -102,12 +95,12 @@ def training_order(size: int, grpo: Mapping[str, Any]) -> list[int]:
     """The order in which TRL's GRPOTrainer draws the train split's rows: its ``RepeatSampler`` takes
     ``torch.randperm`` with a generator seeded by ``GRPOConfig.seed`` (42 unless the recipe's ``grpo.seed`` says
     otherwise), or the split's own order under ``grpo.shuffle_dataset: false``."""
-    if not grpo_setting(grpo, "shuffle_dataset"):
+    if not grpo_value(grpo, "shuffle_dataset"):
         return list(range(size))
     import torch
 
     generator = torch.Generator()
-    generator.manual_seed(int(grpo_setting(grpo, "seed")))
+    generator.manual_seed(int(grpo_value(grpo, "seed")))
     return torch.randperm(size, generator=generator).tolist()
 
 
@@ -166,13 +159,13 @@ def generate(model: Any, tokenizer: Any, task: Any, recipe: Any, prompts: Sequen
     from rlvr.evaluation.backends import HFBackend, Sampling, render_prompts
 
     grpo = recipe.grpo
-    limit = int(grpo_setting(grpo, "max_completion_length"))
+    limit = int(grpo_value(grpo, "max_completion_length"))
     stops = task.stop_patterns if recipe.run.stop_at_answer else ()
     backend = HFBackend(model, tokenizer, stops, batch_size)  # no stop_strings: training keeps the text as cut
     texts = render_prompts(prompts, tokenizer)
-    seed = int(grpo_setting(grpo, "seed"))
-    sampled_setting = Sampling(int(grpo_setting(grpo, "num_generations")), float(grpo_setting(grpo, "temperature")),
-                               float(grpo_setting(grpo, "top_p")), limit, seed)
+    seed = int(grpo_value(grpo, "seed"))
+    sampled_setting = Sampling(int(grpo_value(grpo, "num_generations")), float(grpo_value(grpo, "temperature")),
+                               float(grpo_value(grpo, "top_p")), limit, seed)
     if sampled_setting.greedy:
         raise RlvrError("rlvr probe samples at grpo.temperature; it is 0 (greedy), which GRPO cannot learn from.")
     with tqdm(total=len(texts), desc="probe: greedy", unit="prompt", file=sys.stderr, disable=not progress) as bar:
@@ -206,7 +199,7 @@ def figures_from(task: Any, recipe: Any, rows: Sequence[Mapping[str, Any]], gree
     if is_choice_task(task):
         chance = choice_chance([task.shown_gold(r) or "" for r in rows], train_golds or [], option_counts(task, rows), g)
     return Figures(
-        items=len(rows), group_size=g, max_tokens=int(grpo_setting(recipe.grpo, "max_completion_length")),
+        items=len(rows), group_size=g, max_tokens=int(grpo_value(recipe.grpo, "max_completion_length")),
         greedy_accuracy=share([o.correct for o in greedy_outcomes]),
         greedy_format_rate=form_rate(greedy_outcomes),
         pass_at_1=share([c for group in correct for c in group]), pass_at_g=pass_at_g(correct),
