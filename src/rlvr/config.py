@@ -150,7 +150,18 @@ class Recipe:
 
     @property
     def task_options(self) -> dict[str, Any]:
-        return {k: v for k, v in self.task.items() if k != "name"}
+        """The task's own options: everything in ``task`` but its name and the tools (:attr:`tools`)."""
+        return {k: v for k, v in self.task.items() if k not in ("name", "tools", "tool_choice")}
+
+    @property
+    def tools(self) -> list[Any]:
+        """``task.tools``: the tools the model may call (rlvr.tools.specs), [] when none."""
+        return list(self.task.get("tools") or [])
+
+    @property
+    def tool_choice(self) -> str:
+        """``task.tool_choice``: ``auto`` (the model decides) or ``required`` (its first turn opens a tool call)."""
+        return str(self.task.get("tool_choice", "auto"))
 
     @property
     def output_dir(self) -> Path:

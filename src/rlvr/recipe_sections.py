@@ -38,6 +38,9 @@ class ModelConfig:
     #: 'chatml': what trl 0.18's setup_chat_format did in the published code (ChatML template, <|im_end|> as the
     #: end and padding token); prompts stay plain text unless task.chat. None: the tokenizer as it comes.
     chat_format: str | None = None
+    #: Only with task.tools: the chat template that renders them. auto: the model's own where it renders a tool
+    #: call and its reply, else hermes (<tool_call> JSON, rlvr.tool_template); hermes; model (the model's own or stop).
+    tool_template: str = "auto"
 
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
@@ -46,6 +49,8 @@ class ModelConfig:
             raise RlvrError("model.quantization_fallback must be 'lora' or 'error'.")
         if self.chat_format is not None and self.chat_format != "chatml":
             raise RlvrError(f"model.chat_format must be chatml or null, got {self.chat_format!r}.")
+        if self.tool_template not in ("auto", "hermes", "model"):
+            raise RlvrError(f"model.tool_template must be auto, hermes or model, got {self.tool_template!r}.")
         if self.load_in_4bit and not self.lora:
             raise RlvrError("model.load_in_4bit needs model.lora: true (a 4-bit base model cannot be trained in full).")
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: Generation settings a probe or filter must sample as training does; TRL's default where a recipe is silent.
 SAMPLING_FIELDS = ("seed", "num_generations", "temperature", "top_p", "max_completion_length")
+#: Tool turns a conversation may take when the recipe leaves ``grpo.max_tool_calling_iterations`` to TRL (no limit).
+DEFAULT_TOOL_TURNS = 2
 
 
 @functools.cache
@@ -38,6 +40,12 @@ def trl_defaults() -> dict[str, Any]:
 def grpo_value(grpo: Mapping[str, Any], name: str) -> Any:
     """A recipe's ``grpo.<name>``, else the installed TRL's default for it (what training gets)."""
     return grpo.get(name, trl_defaults().get(name))
+
+
+def tool_turns(grpo: Mapping[str, Any]) -> int:
+    """``grpo.max_tool_calling_iterations`` (TRL's turn limit), else :data:`DEFAULT_TOOL_TURNS` (TRL's is none)."""
+    value = grpo.get("max_tool_calling_iterations")
+    return DEFAULT_TOOL_TURNS if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -79,14 +87,50 @@ class RunParts:
         limits = f"user code {_seconds(self.user_code_timeout)}, task load {_seconds(self.task_load_timeout)}"
         sandbox = ("weaker isolation allowed (run.sandbox_allow_weaker)" if self.sandbox_allow_weaker
                    else "full isolation or stop")
-        return f"rlvr: recipe {self.recipe.name}: chat template {template}; limits: {limits}; sandbox: {sandbox}"
+        line = f"rlvr: recipe {self.recipe.name}: chat template {template}; limits: {limits}; sandbox: {sandbox}"
+        if self.tool_names:
+            line += (f"; tools: {', '.join(self.tool_names)} (template: model.tool_template "
+                     f"{self.recipe.model.tool_template}; tool_choice {self.recipe.tool_choice}; "
+                     f"at most {self.max_tool_turns} tool turns)")
+        return line
+
+    # ------------------------------------------------------------------ tools (task.tools)
+
+    @functools.cached_property
+    def tool_specs(self) -> list[Any]:
+        from rlvr.tools.specs import parse_tool_specs
+        from rlvr.tools.task_tools import check_tool_choice
+
+        check_tool_choice(self.recipe.tool_choice, bool(self.recipe.tools))
+        return parse_tool_specs(self.recipe.tools) if self.recipe.tools else []
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [spec.name for spec in self.tool_specs]
+
+    @property
+    def max_tool_turns(self) -> int:
+        """``grpo.max_tool_calling_iterations`` (TRL's turn limit), else rlvr's default (TRL's is no limit)."""
+        return tool_turns(self.recipe.grpo)
+
+    @functools.cached_property
+    def tools(self) -> list[Any]:
+        """The callables TRL's tool loop and rlvr's evaluation run ([] without task.tools)."""
+        from rlvr.tools.specs import build_tools
+
+        return build_tools(self.tool_specs) if self.tool_specs else []
 
     # ------------------------------------------------------------------ task and rewards
 
     def task(self) -> Any:
         from rlvr.tasks import get_task
 
-        return get_task(self.recipe.task_name, self.recipe.task_options)
+        task = get_task(self.recipe.task_name, self.recipe.task_options)
+        if not self.tools:
+            return task
+        from rlvr.tools.task_tools import TaskWithTools
+
+        return TaskWithTools(task, self.tools, self.recipe.tool_choice)
 
     def rewards(self, task: Any) -> tuple[list[Any], list[float] | None]:
         """The task's reward functions (raw scores) and the weights TRL applies once."""
@@ -128,6 +172,10 @@ class RunParts:
             from rlvr.chat_format import apply_chat_format
 
             apply_chat_format(model, tokenizer, self.chat_format)
+        if self.tool_names:
+            from rlvr.tool_template import fit_tool_template
+
+            fit_tool_template(tokenizer, self.recipe.model.tool_template)
 
 
 def build_parts(recipe: Recipe) -> RunParts:

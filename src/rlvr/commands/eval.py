@@ -74,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "'task_id') with the task; no model is loaded")
     parser.add_argument("--output", default="outputs/eval", metavar="DIR", help="output directory (default outputs/eval)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.add_argument("--no-tools", action="store_true",
+                        help="evaluate without the tools the run's recipe gives the model (task.tools): the model as "
+                             "it answers on its own, on the same items")
     add_user_code_options(parser, "default: the run's run.user_code_timeout, else 60")
     parser.set_defaults(func=run)
 
@@ -113,7 +116,8 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         print(settings.parts.line(), flush=True)
     apply_user_code_options(args, settings.limits if settings is not None else None)
     given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
-             "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "dtype": args.dtype}
+             "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "dtype": args.dtype,
+             "no_tools": args.no_tools}
     if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
         given["max_new_tokens"] = PUBLISHED_MAX_NEW_TOKENS
     values, taken = merge(settings, given)
@@ -138,6 +142,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
         backend=args.backend,
         dtype=values["dtype"],
         chat_format=values.get("chat_format"),
+        **{key: values[key] for key in ("tools", "tool_choice", "tool_turns", "tool_template") if key in values},
         seed=args.seed,
         progress=not args.no_progress,
     )

@@ -26,6 +26,8 @@ class Generation:
     text: str
     tokens: int  # completion tokens kept (after the cut, without EOS)
     stopped: bool  # ended at the answer line or a new question (not at the token limit)
+    #: What a record keeps beside the text, e.g. the tool calls of a conversation (rlvr.tools.turns).
+    extra: dict | None = None
 
 
 @dataclass

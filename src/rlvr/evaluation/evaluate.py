@@ -69,6 +69,28 @@ class EvalConfig:
     #: A run's ``model.chat_format``, put on every model evaluated without the run's own tokenizer (the base).
     chat_format: str | None = None
     settings_from: str | None = None
+    #: The model may call these tools (a recipe's ``task.tools``; a run's, read from its recipe.yaml): conversations
+    #: decoded turn by turn (rlvr.tools.turns), prompts with the tool's exemplars, the tool template on the tokenizer.
+    tools: list[Any] = field(default_factory=list)
+    tool_choice: str = "auto"
+    tool_turns: int = 2
+    tool_template: str = "auto"
+
+    def with_tools(self, task: Any) -> Any:
+        """``task`` as the model with :attr:`tools` sees it (itself without tools)."""
+        if not self.tools:
+            return task
+        from rlvr.tools.task_tools import TaskWithTools
+
+        return TaskWithTools(task, self.tool_callables, self.tool_choice)
+
+    @property
+    def tool_callables(self) -> list[Any]:
+        if "_tool_callables" not in self.__dict__:
+            from rlvr.tools.specs import build_tools, parse_tool_specs
+
+            self.__dict__["_tool_callables"] = build_tools(parse_tool_specs(self.tools))
+        return self.__dict__["_tool_callables"]
 
 
 @dataclass
@@ -95,7 +117,8 @@ def generate_and_score(
     from tqdm.auto import tqdm
 
     tokenizer = getattr(backend, "tokenizer", None)
-    prompts = render_prompts(items["prompt"], tokenizer)
+    render = getattr(backend, "render", None)  # a backend with tools renders them into the prompt (rlvr.tools.turns)
+    prompts = render(items["prompt"]) if render else render_prompts(items["prompt"], tokenizer)
     rows = items.to_list()
     runs = [(None, sampling)]
     if samples > 0:
@@ -107,7 +130,7 @@ def generate_and_score(
             generations = backend.generate(prompts, how, bar)
         flat = [(i, j, g) for i, outs in enumerate(generations) for j, g in enumerate(outs)]
         meta = [{"model": label, "shots": shots, "sample": j if kind else None, "completion_tokens": g.tokens,
-                 "stopped": g.stopped} for _, j, g in flat]
+                 "stopped": g.stopped, **(g.extra or {})} for _, j, g in flat]
         records += score(task, [rows[i] for i, _, _ in flat], [g.text for _, _, g in flat], meta,
                          [prompts[i] for i, _, _ in flat])
     return records
@@ -133,7 +156,14 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
     model, tokenizer, path = load_for_eval(spec, config.dtype, config.chat_format)
     published = config.decoding == "published"
     stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
-    return HFBackend(model, tokenizer, stops, config.batch_size, config.compact_batches, strings), path
+    backend = HFBackend(model, tokenizer, stops, config.batch_size, config.compact_batches, strings)
+    if not config.tools:
+        return backend, path
+    from rlvr.tool_template import fit_tool_template
+    from rlvr.tools.turns import ToolBackend
+
+    fit_tool_template(tokenizer, config.tool_template)
+    return ToolBackend(backend, config.tool_callables, config.tool_turns, task.opener), path
 
 
 # ----------------------------------------------------------------------------- the whole evaluation
@@ -171,7 +201,9 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
         resolve_model(spec.model)
         if spec.adapter:
             adapter_config(spec.adapter)
-    items = load_items(config.task, config.task_options, config.split, config.shots, config.limit)
+    if config.tools and backend_name == "vllm":
+        raise RlvrError("evaluating with tools runs rlvr's own decoding: use --backend hf (or --no-tools).")
+    items = load_items(config.task, config.task_options, config.split, config.shots, config.limit, config.with_tools)
     sampling = Sampling(1, 0.0, 1.0, config.max_new_tokens, config.seed)
     records: list[dict[str, Any]] = []
     sink = RecordSink(records_path, run_key(config))
@@ -181,12 +213,12 @@ def evaluate(config: EvalConfig, records_path: str | Path | None = None) -> Eval
             for shots in items:
                 records += sink.reuse(spec.label, shots)
             continue
-        backend, _ = make_backend(backend_name, spec, config, task_for(config.task, config.task_options))
+        backend, _ = make_backend(backend_name, spec, config, config.with_tools(task_for(config.task, config.task_options)))
         for shots, dataset in items.items():
             if sink.done(spec.label, shots):
                 records += sink.reuse(spec.label, shots)
                 continue
-            task = task_for(config.task, config.task_options, shots)
+            task = config.with_tools(task_for(config.task, config.task_options, shots))
             try:
                 new = generate_and_score(
                     backend, task, dataset, spec.label, shots, sampling, config.samples, config.temperature, config.progress

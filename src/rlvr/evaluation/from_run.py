@@ -37,6 +37,7 @@ class RunSettings:
     dtype: str | None = None  # the precision the run trained in (summary.json), else the recipe's model.dtype
     chat_format: str | None = None  # model.chat_format: put on every model evaluated without the run's tokenizer
     parts: Any = None  # rlvr.run_parts.RunParts of the run's recipe: its limits and sandbox policy are applied
+    tools: dict[str, Any] = field(default_factory=dict)  # the run's task.tools, tool_choice, turn limit and template
 
 
 def recipe_of(adapter: str) -> Path | None:
@@ -70,6 +71,8 @@ def read_settings(recipe_path: Path) -> RunSettings:
         dtype=trained_dtype(recipe_path.parent) or recipe.model.dtype,
         chat_format=parts.chat_format,
         parts=parts,
+        tools={"tools": recipe.tools, "tool_choice": recipe.tool_choice, "tool_turns": parts.max_tool_turns,
+               "tool_template": recipe.model.tool_template} if recipe.tools else {},
     )
 
 
@@ -127,6 +130,10 @@ def merge(settings: RunSettings | None, given: dict[str, Any]) -> tuple[dict[str
     if settings.chat_format:
         values["chat_format"] = settings.chat_format
         taken.append(f"chat template {settings.chat_format}")
+    if settings.tools and not given.get("no_tools"):
+        values.update(settings.tools)
+        taken.append(f"tools {', '.join(map(str, settings.tools['tools']))} (tool_choice {settings.tools['tool_choice']}, "
+                     f"at most {settings.tools['tool_turns']} tool turns; --no-tools: without them)")
     for key, label in (("limit", "up to {} test items"), ("max_new_tokens", "at most {} new tokens"), ("batch_size", "batch {}"),
                        ("dtype", "{} weights")):
         if values.get(key) is None and getattr(settings, key) is not None:

@@ -40,13 +40,16 @@ def shot_counts(task_name: str, options: dict[str, Any], shots: list[int] | None
     return list(shots)
 
 
-def load_items(task_name: str, options: dict[str, Any], split: str, shots: list[int] | None, limit: int | None) -> dict[int, Any]:
-    """{shots: dataset of the first ``limit`` items of ``split`` rendered with that many shots}."""
+def load_items(task_name: str, options: dict[str, Any], split: str, shots: list[int] | None, limit: int | None,
+               wrap: Any = None) -> dict[int, Any]:
+    """{shots: dataset of the first ``limit`` items of ``split`` rendered with that many shots}; ``wrap``: what the
+    task becomes first (e.g. the task with tools, whose exemplars call them)."""
     if limit is not None and limit < 1:
         raise RlvrError(f"--limit must be a positive integer, got {limit}.")
     items: dict[int, Any] = {}
     for count in shot_counts(task_name, options, shots):
-        dataset = task_for(task_name, options, count).load(split)
+        task = task_for(task_name, options, count)
+        dataset = (wrap(task) if wrap else task).load(split)
         if len(dataset) == 0:
             raise RlvrError(f"{task_name} split '{split}' is empty: check --data.")
         if limit is not None and limit < len(dataset):

@@ -34,6 +34,11 @@ def question_of(row: Mapping[str, Any]) -> str:
     return prompt if isinstance(prompt, str) else ""
 
 
+#: What a conversation with tools adds to its record (rlvr.tools.turns): calls, failed calls, tool turns, whether the
+#: turn limit cut it, and the whole conversation after the prompt (the ``completion`` is its last turn).
+TOOL_FIELDS = ("tool_calls", "tool_errors", "tool_turns", "cut_by_turn_limit", "transcript")
+
+
 def score(task: Any, rows: Sequence[Mapping[str, Any]], completions: Sequence[Any], meta: Sequence[Mapping[str, Any]],
           prompts: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """One record per completion: ``rows[i]`` is the item completion ``i`` answers, ``meta[i]`` its
@@ -66,6 +71,7 @@ def score(task: Any, rows: Sequence[Mapping[str, Any]], completions: Sequence[An
             "details": outcome.details,
             "completion_tokens": info.get("completion_tokens"),
             "stopped": info.get("stopped"),
+            **{key: value for key, value in info.items() if key in TOOL_FIELDS},  # a conversation with tools
         })
     return records
 

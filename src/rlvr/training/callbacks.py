@@ -17,6 +17,8 @@ _COLUMNS = [
     ("prompts seen", "selection/distinct_prompts", "{:.0f}"),  # run.prompt_selection: online
     ("level", "curriculum/level", "{:.3g}"),  # the task's curriculum: level/top and the window's pass rate
     ("adv±", "advantages/std", "{:.2f}"),
+    ("tool used", "tools/used_share", "{:.0%}"),  # task.tools: completions that called one, and failed calls
+    ("failed calls", "tools/failure_frequency", "{:.0%}"),
     ("len", "completions/mean_length", "{:.0f}"),
     ("stopped", "completions/stopped_at_answer_ratio", "{:.0%}"),
     ("truncated", "completions/clipped_ratio", "{:.0%}"),

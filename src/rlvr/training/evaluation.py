@@ -26,6 +26,7 @@ from transformers import TrainerCallback
 from rlvr import atomic, faults
 from rlvr.evaluation.stats import mcnemar_exact, paired_counts
 from rlvr.memory import release_memory
+from rlvr.tools.stats import tool_line
 
 
 class EvalCallback(TrainerCallback):
@@ -39,8 +40,10 @@ class EvalCallback(TrainerCallback):
         self.batch_size = batch_size
         self.split = split
         self.output_dir = output_dir
-        self.role = role  # "diagnostic" (validation, eval/*) or "verdict" (the test evaluation, test/*)
-        self.prefix = "test" if role == "verdict" else "eval"
+        # "diagnostic" (validation, eval/*), "verdict" (the test evaluation, test/*) or "without_tool" (the test
+        # items without the run's tools, before training only: the base model as it is without them)
+        self.role = role
+        self.prefix = {"verdict": "test", "without_tool": "test_without_tool"}.get(role, "eval")
         self.evaluations: list[dict[str, Any]] = []
 
     @classmethod
@@ -56,7 +59,10 @@ class EvalCallback(TrainerCallback):
         """Add the test-split callback, before and after training only, when ``run.test_items`` > 0."""
         if not recipe.run.test_items:
             return None
-        return cls._add(trainer, recipe, task, "test", recipe.run.test_items, 0, "verdict")
+        callback = cls._add(trainer, recipe, task, "test", recipe.run.test_items, 0, "verdict")
+        if getattr(task, "tools", None):  # the tool's worth: the same items, the base model without it
+            cls._add(trainer, recipe, task.without_tools, "test", recipe.run.test_items, 0, "without_tool")
+        return callback
 
     @classmethod
     def _add(cls, trainer: Any, recipe: Any, task: Any, split: str, count: int, every: int, role: str) -> EvalCallback:
@@ -90,6 +96,8 @@ class EvalCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step = state.global_step
+        if self.role == "without_tool":
+            return
         if step == state.max_steps or (self.every_steps and step % self.every_steps == 0):
             self.evaluate(step)
 
@@ -108,6 +116,10 @@ class EvalCallback(TrainerCallback):
         with whole_model(trainer) as model, merged_adapter(model, trainer, in_place=True):
             backend = HFBackend(model, trainer.processing_class, self.task.stop_patterns, self.batch_size,
                                 stop_strings=self.task.stop_strings)
+            if getattr(self.task, "tools", None):
+                from rlvr.tools.turns import ToolBackend
+
+                backend = ToolBackend(backend, self.task.tools, trainer.max_tool_calling_iterations, self.task.opener)
             records = generate_and_score(backend, self.task, self.items, f"step {step}", shots, sampling, progress=False)
         if step == 0:
             faults.point("base-evaluation")
@@ -116,6 +128,10 @@ class EvalCallback(TrainerCallback):
         release_memory(collect=True)  # the evaluation's KV caches, before training goes on
         stats = config_stats(f"step {step}", shots, records, [], 0)
         stats["accuracy_name"] = self.task.accuracy_name
+        if getattr(self.task, "tools", None):
+            from rlvr.tools.stats import tool_use_stats
+
+            stats["tools"] = tool_use_stats(records)
         breakdown = self.task.breakdown([r.get("details") or {} for r in records])
         if breakdown:
             stats["breakdown"] = breakdown
@@ -140,9 +156,12 @@ class EvalCallback(TrainerCallback):
         trainer = self.trainer
         if trainer.accelerator.is_main_process:
             print(f"{self.prefix} step {step}: {stats['accuracy_name']} {stats['accuracy']:.1%} ({stats['correct']}/{stats['n']} {self.split} items), "
-                  f"format {_share(stats['format_rate'])}, {seconds:.0f} s", flush=True)
+                  f"format {_share(stats['format_rate'])}, {seconds:.0f} s"
+                  + (f"; {tool_line(stats['tools'])}" if stats.get("tools") else ""), flush=True)
         metrics = {"accuracy": stats["accuracy"], "format_rate": stats["format_rate"],
                    "mean_completion_tokens": stats["mean_completion_tokens"], "seconds": seconds}
+        for key, value in (stats.get("tools") or {}).items():
+            metrics[f"tools/{key}"] = value
         metrics = {f"{self.prefix}/{key}": value for key, value in metrics.items() if value is not None}  # no notion of form: not logged
         training = trainer.model.training
         trainer.model.eval()  # GRPOTrainer.log then leaves the training metrics of the current step alone

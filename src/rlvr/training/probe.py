@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr.errors import RlvrError
-from rlvr.run_parts import grpo_value
+from rlvr.run_parts import grpo_value, tool_turns
 from rlvr.training.probe_figures import (
     Judged,
     answer_in_prompt,
@@ -161,8 +161,12 @@ def generate(model: Any, tokenizer: Any, task: Any, recipe: Any, prompts: Sequen
     grpo = recipe.grpo
     limit = int(grpo_value(grpo, "max_completion_length"))
     stops = task.stop_patterns if recipe.run.stop_at_answer else ()
-    backend = HFBackend(model, tokenizer, stops, batch_size)  # no stop_strings: training keeps the text as cut
-    texts = render_prompts(prompts, tokenizer)
+    backend: Any = HFBackend(model, tokenizer, stops, batch_size)  # no stop_strings: training keeps the text as cut
+    if getattr(task, "tools", None):  # conversations with the run's tools, as TRL's tool loop runs them in training
+        from rlvr.tools.turns import ToolBackend
+
+        backend = ToolBackend(backend, task.tools, tool_turns(grpo), task.opener)
+    texts = backend.render(prompts) if hasattr(backend, "render") else render_prompts(prompts, tokenizer)
     seed = int(grpo_value(grpo, "seed"))
     sampled_setting = Sampling(int(grpo_value(grpo, "num_generations")), float(grpo_value(grpo, "temperature")),
                                float(grpo_value(grpo, "top_p")), limit, seed)
@@ -246,8 +250,23 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
                        "computed": COMPUTED, "formed": FORMED, "computed_mixed": COMPUTED_MIXED,
                        "gold_readable": GOLD_READABLE},
     }
+    if getattr(task, "tools", None):
+        info["tools"] = probe_tool_use(sampled, judged)
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False)), easier_start(task, recipe)), info,
                  item_records(task, rows, judged))
+
+
+def probe_tool_use(sampled: Sequence[Sequence[Any]], judged: Judged) -> dict[str, Any]:
+    """The base model's tool use in its sampled completions: how often it calls, and whether a call ever ends in
+    a right answer (:func:`rlvr.tools.stats.tool_use_stats`, plus that count)."""
+    from rlvr.tools.stats import tool_use_stats
+
+    records = [{**(x.extra or {}), "correct": o.correct}
+               for group, outcomes in zip(sampled, judged.sampled, strict=True) for x, o in zip(group, outcomes, strict=True)]
+    stats = tool_use_stats(records)
+    stats["right_after_a_call"] = sum(1 for r in records if r.get("tool_calls") and r["correct"])
+    stats["completions"] = len(records)
+    return stats
 
 
 def before_training(trainer: Any, recipe: Any) -> dict[str, Any] | None:

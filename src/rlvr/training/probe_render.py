@@ -35,6 +35,11 @@ def table(result: Probe) -> str:
         c = f.chance
         lines.append(f"  chance                    {pct(c.chance)} ({c.options:.1f} options, {c.options_from}); "
                      f"always {c.majority_letter}: {pct(c.majority_accuracy)}; guessing pass@{g} {pct(c.random_pass_at_g)}")
+    tools = result.info.get("tools")
+    if tools:
+        lines.append(f"  tool calls                {pct(tools['used_share'])} of sampled completions call a tool; "
+                     f"{tools['right_after_a_call']} of {tools['completions']} end right after a call"
+                     + ("" if tools["right_after_a_call"] else " (none: GRPO has no right call to reinforce)"))
     lines.append(f"  verdict                   {result.verdict.line()}")
     return "\n".join(lines)
 

@@ -40,6 +40,10 @@ CURVES = [
     ("curriculum", "Curriculum level (task.curriculum)", [("curriculum/level", "level"), ("curriculum/top", "target")],
      "level"),
     ("curriculum_pass", "Pass rate at the current level", [("curriculum/pass_rate", "recent groups")], "pass rate"),
+    ("tools", "Tool use (task.tools)", [("tools/used_share", "called a tool"), ("tools/failure_frequency", "calls failed"),
+                                        ("tools/cut_by_turn_limit_share", "cut by the turn limit")], "share"),
+    ("tool_calls", "Tool calls per completion", [("tools/call_frequency", "calls"),
+                                                 ("tools/turns_per_completion", "tool turns")], "per completion"),
 ]
 TIME_KEYS = [("time/generation", "generation"), ("time/rewards", "reward scoring"), ("time/update", "update")]
 CSS = ("body{font-family:sans-serif;max-width:1300px;margin:auto;padding:1em}"

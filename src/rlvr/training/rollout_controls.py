@@ -31,6 +31,11 @@ def controlled_batch(trainer: Any, inputs: list[dict[str, Any]]) -> dict[str, An
     batch = trainer.trl_rollout(trainer, inputs)
     if not trainer.model.training:
         return batch
+    if getattr(trainer, "tools", None) and batch.get("tool_mask") is not None:  # TRL's tool loop ran (rlvr.tools)
+        from rlvr.tools.stats import tool_batch_metrics
+
+        for key, value in tool_batch_metrics(batch, trainer.processing_class, trainer.max_tool_calling_iterations).items():
+            trainer.metric_lists["train"][key].append(value)
     size = trainer.num_generations
     rows = scored_rows(trainer)
     observe(trainer, inputs, rows)

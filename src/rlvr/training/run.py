@@ -80,7 +80,13 @@ def test_verdict(trainer: Any, overlap: dict[str, Any]) -> dict[str, Any] | None
         baseline = constant_baseline(callback.task, callback.items, getattr(trainer, "top_completions", None))
     else:
         baseline = {"answer": None, "accuracy": None, "note": "judged on the main process"}
-    return verdict(callback.evaluations[0], callback.evaluations[-1], baseline, overlap)
+    result = verdict(callback.evaluations[0], callback.evaluations[-1], baseline, overlap)
+    without_tool = EvalCallback.of(trainer, "without_tool")
+    if without_tool is not None and without_tool.evaluations:
+        from rlvr.training.verdict import with_tool_comparison
+
+        with_tool_comparison(result, without_tool.evaluations[0], callback.evaluations[-1])
+    return result
 
 
 def log_constant_baseline(trainer: Any, output_dir: Path, test: dict[str, Any] | None) -> None:
@@ -124,6 +130,8 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
     # GRPOConfig first: under DeepSpeed ZeRO-3 it switches on zero.Init, so from_pretrained loads the
     # model already partitioned across processes instead of whole on every one.
     args = grpo_config(recipe, weights)
+    if parts.tools:  # TRL's turn limit; TRL's default is none, which lets a looping model run to the token budget
+        args.max_tool_calling_iterations = parts.max_tool_turns
     precision = parts.precision
     model, tokenizer = parts.model_and_tokenizer(tokenizer)
     configure_tracking(recipe, args)
@@ -142,6 +150,7 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
         task=task,
         max_prompt_tokens=recipe.run.max_prompt_tokens,
         loss_chunk_rows=loss_piece_rows(recipe.run.loss_chunk_rows, precision),
+        tools=parts.tools or None,  # TRL's own tool loop runs them (rlvr.tools)
     )
     adapters_in_compute_dtype(trainer.model)  # QLoRA on CPU: float32 adapters, not TRL's bfloat16
     trainer.rlvr_precision = precision

@@ -70,6 +70,8 @@ class RlvrGRPOTrainer(TrlHooks):
         self.loss_chunk_rows = loss_chunk_rows or self.num_generations  # most rows per piece of the loss
         self.task = task  # judges health accuracy from the reward components (rlvr.tasks.base.Task)
         self.max_prompt_tokens = max_prompt_tokens
+        opener = getattr(task, "opener", "")
+        self.tool_opener_ids = self.processing_class.encode(opener, add_special_tokens=False) if opener else []
         self.answer_stop = AnswerStop(self.processing_class, stop_patterns) if stop_patterns else None
         if self.answer_stop is not None:
             self.answer_stop.eos_token_id = self.eos_token_ids[0]
@@ -147,6 +149,8 @@ class RlvrGRPOTrainer(TrlHooks):
         prompt_ids, *rest = trl()
         if self.max_prompt_tokens:
             prompt_ids = [list(ids)[-self.max_prompt_tokens :] for ids in prompt_ids]
+        if self.tool_opener_ids:  # task.tool_choice: required: the first turn opens a tool call (rlvr.tools)
+            prompt_ids = [[*ids, *self.tool_opener_ids] for ids in prompt_ids]
         return (prompt_ids, *rest)
 
     def generate_rollouts(self, trl: Callable[[], Any]) -> Any:

@@ -20,7 +20,7 @@ from rlvr.evaluation.stats import mcnemar_exact, paired_counts, paired_differenc
 from rlvr.verifiers.keywords import WRITING_INDICATORS
 
 _KEPT = ("step", "n", "correct", "accuracy", "ci95", "mean_score", "mean_score_ci95", "format_rate", "stopped_rate",
-         "mean_completion_tokens", "seconds", "breakdown")
+         "mean_completion_tokens", "seconds", "breakdown", "tools")
 
 
 def verdict(before: dict[str, Any], after: dict[str, Any], baseline: dict[str, Any], overlap: dict[str, Any]) -> dict[str, Any]:
@@ -105,10 +105,40 @@ def headline(v: dict[str, Any]) -> str:
     lines += [f"  {name:<9} {f['before']:.1%} -> {f['after']:.1%}  ({f['now_yes']} now yes, {f['now_no']} now no;"
               f" McNemar exact p = {f['mcnemar_p']:.2g})" for name, f in (v.get("flags") or {}).items()]
     lines += _indicator_lines(before.get("breakdown") or {}, after.get("breakdown") or {})
+    lines += _tool_lines(v)
     baseline = constant_line(constant)
     if baseline:
         lines.append(f"  {baseline}")
     return "\n".join(lines)
+
+
+def with_tool_comparison(v: dict[str, Any], without_tool: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``v`` with ``without_tool``: the base model without the run's tools against the trained one with them, on
+    the same items (a tool run's before/after pair both have the tool: this says what tool and training gave)."""
+    ids = [i for i in without_tool["verdicts"] if i in after["verdicts"]]
+    both, now_wrong, now_right, neither = paired_counts([without_tool["verdicts"][i] for i in ids],
+                                                        [after["verdicts"][i] for i in ids])
+    n = max(1, len(ids))
+    low, high = paired_difference_interval(both, now_wrong, now_right, neither)
+    v["without_tool"] = {"base": {k: without_tool[k] for k in _KEPT if k in without_tool}, "items": len(ids),
+                         "gain": (now_right - now_wrong) / n, "gain_ci95": [low, high], "now_right": now_right,
+                         "now_wrong": now_wrong, "mcnemar_p": mcnemar_exact(now_wrong, now_right)}
+    return v
+
+
+def _tool_lines(v: dict[str, Any]) -> list[str]:
+    from rlvr.tools.stats import tool_line
+
+    lines = []
+    for name, evaluation in (("base", v["before"]), ("trained", v["after"])):
+        if evaluation.get("tools"):
+            lines.append(f"  {name:<9} {tool_line(evaluation['tools'])}")
+    other = v.get("without_tool")
+    if other:
+        lines.append(f"  without the tool, the base model: {_pct(other['base'])}; trained with the tool against it: "
+                     f"{other['gain'] * 100:+.1f} points ({other['now_right']} now right, {other['now_wrong']} now "
+                     f"wrong; McNemar exact p = {other['mcnemar_p']:.2g})")
+    return lines
 
 
 def _indicator_lines(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
