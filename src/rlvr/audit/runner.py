@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rlvr.audit.probe import HONEST_CORRECT, HONEST_WRONG, Probe, ProbeSet
 
@@ -33,9 +35,16 @@ class AuditResult:
         return [r for r in self.results if r.exploit]
 
     @property
+    def honest_below_wrong(self) -> list[ProbeResult]:
+        """Honest correct probes that do not out-score the honest wrong answer (the plain one, or another way of
+        answering right, such as after a tool call)."""
+        wrong = self.score(HONEST_WRONG)
+        return [r for r in self.results if r.probe.kind == HONEST_CORRECT and r.reward <= wrong]
+
+    @property
     def separates_honest(self) -> bool:
-        """Whether the honest correct answer out-scores the honest wrong one at all."""
-        return self.score(HONEST_CORRECT) > self.score(HONEST_WRONG)
+        """Whether every honest correct answer out-scores the honest wrong one at all."""
+        return not self.honest_below_wrong
 
     @property
     def passed(self) -> bool:
@@ -43,14 +52,15 @@ class AuditResult:
 
 
 def audit(probe_set: ProbeSet, reward_funcs: list[Callable[..., list[float]]], weights: list[float] | None = None) -> AuditResult:
-    """Score every probe with ``reward_funcs`` (times ``weights``, TRL's ``reward_weights``) and judge the hacks."""
+    """Score every probe with ``reward_funcs`` (times ``weights``, TRL's ``reward_weights``) and judge the hacks
+    against the first honest correct and the first honest wrong probe."""
     probes = list(probe_set.probes)
-    completions = [p.completion for p in probes]
     columns = {key: [value] * len(probes) for key, value in probe_set.columns.items()}
     weights = weights or [1.0] * len(reward_funcs)
     components: list[dict[str, float]] = [{} for _ in probes]
     unjudged: list[str] = []
     for func, weight in zip(reward_funcs, weights, strict=True):
+        completions = [_completion(p) for p in probes]  # fresh chats each time: a reward may change what it gets
         scores = func(completions, prompts=[probe_set.columns.get("question", "")] * len(probes), **columns)
         if all(score is None for score in scores):
             unjudged.append(func.__name__)
@@ -65,3 +75,8 @@ def audit(probe_set: ProbeSet, reward_funcs: list[Callable[..., list[float]]], w
             row.beats_wrong = row.reward > wrong + 1e-9
             row.exploit = row.reward >= correct - 1e-9
     return result
+
+
+def _completion(probe: Probe) -> Any:
+    """What a reward gets for ``probe``: its text, or its chat as a list of copied messages (TRL's shape)."""
+    return probe.completion if isinstance(probe.completion, str) else copy.deepcopy(list(probe.completion))

@@ -127,19 +127,21 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.tasks.base import TASKS
 
     recipe = load_recipe(args.recipe, args.overrides) if (args.recipe or args.overrides) else None
+    tools: list[str] = []
     if recipe is not None:  # the recipe's limits on the user's code and sandbox policy, as training applies them
         from rlvr.run_parts import build_parts
 
         parts = build_parts(recipe)
         parts.apply_policies()
         print(parts.line(), flush=True)
+        tools = list(parts.tool_names)
     names = args.task or ([recipe.task_name] if recipe else list(PROBE_SETS))
     failed = audited = 0
     for name in names:
         grpo_weights = recipe.grpo.get("reward_weights") if recipe else None
         probes = _probe_set_name(name, PROBE_SETS)
         if probes is None:
-            result = _audit_answer_line_task(name, recipe, grpo_weights)
+            result = _audit_answer_line_task(name, recipe, grpo_weights, tools)
             audited += 1
             failed += not result.passed
             continue
@@ -157,6 +159,7 @@ def run_audit(args: argparse.Namespace) -> int:
                 continue
             if any(_judges_per_item(spec) for spec in specs):
                 probe_set = _keyword_item_probes(recipe)
+        probe_set = _with_tool_probes(name, probe_set, tools)
         missing = sorted({spec["name"] for spec in specs if not _available(spec["name"])})
         if missing:
             print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
@@ -196,7 +199,7 @@ def _probe_set_name(name: str, probe_sets: dict[str, Any]) -> str | None:
     return "code" if issubclass(cls, CodeTask) and "code" in probe_sets else None
 
 
-def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any) -> Any:
+def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any, tools: list[str]) -> Any:
     """Audit a task judged on the answer line by its own verifier (jsonl, reasoning-gym): probes around its first
     test item, through the rewards the task builds (its format and correctness follow its verifier)."""
     from rlvr.audit.probe_sets import PROBE_SETS, answer_line_probes
@@ -217,11 +220,26 @@ def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any) -> Any:
     task = get_task(name, recipe.task_options)
     specs = recipe.rewards or None
     funcs = task.reward_functions(specs)
-    result = audit(answer_line_probes(task), funcs, task.reward_weights(specs, grpo_weights))
+    probe_set = _with_tool_probes(name, answer_line_probes(task), tools)
+    result = audit(probe_set, funcs, task.reward_weights(specs, grpo_weights))
     print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
     print(render_table(result))
     print(verdict(result) + "\n")
     return result
+
+
+def _with_tool_probes(name: str, probe_set: Any, tools: list[str]) -> Any:
+    """``probe_set`` with the tool probes (chats from TRL's tool loop) when the recipe gives the model tools; a task
+    whose probes have no answer line keeps its own, said in one line."""
+    from rlvr.audit.tool_probes import tool_probe_set
+
+    if not tools:
+        return probe_set
+    try:
+        return tool_probe_set(probe_set, tools)
+    except RlvrError as error:
+        print(f"no tool probes for {name}: {error}")
+        return probe_set
 
 
 def _available(name: str) -> bool:
