@@ -254,3 +254,13 @@ def test_the_probe_counts_calls_and_right_answers_after_a_call():
     judged = SimpleNamespace(sampled=[[SimpleNamespace(correct=True), SimpleNamespace(correct=True)]])
     stats = probe_tool_use(sampled, judged)
     assert stats["used_share"] == 0.5 and stats["right_after_a_call"] == 1 and stats["completions"] == 2
+
+
+def test_rlvr_experiment_evaluates_both_models_with_the_runs_tools(tmp_path):
+    from rlvr.experiment.run import ExperimentConfig, sweep_settings
+
+    spec = recipe(tools=["calculator"], tool_choice="required")
+    sweep = sweep_settings(ExperimentConfig(spec, tmp_path, shots=[1], items=2), spec)
+    assert sweep["tools"] == {"tools": ["calculator"], "tool_choice": "required", "tool_turns": 2,
+                              "tool_template": "auto"}
+    assert "tools" not in sweep_settings(ExperimentConfig(recipe(), tmp_path, shots=[1], items=2), recipe())

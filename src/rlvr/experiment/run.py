@@ -207,6 +207,9 @@ def sweep_settings(config: ExperimentConfig, recipe: Recipe) -> dict[str, Any]:
     max_new_tokens = PUBLISHED_MAX_NEW_TOKENS if published else parts.max_completion_length
     options = {k: v for k, v in recipe.task_options.items() if k not in TRAINING_ONLY_OPTIONS}
     template = {"chat_format": parts.chat_format} if parts.chat_format else {}  # the base evaluated as it trained
+    if recipe.tools:  # both models evaluated with the run's tools, as the verdict evaluates them (rlvr.tools)
+        template["tools"] = {"tools": recipe.tools, "tool_choice": recipe.tool_choice, "tool_turns": parts.max_tool_turns,
+                             "tool_template": recipe.model.tool_template}
     return {
         **template,
         "task": recipe.task_name,
@@ -242,7 +245,7 @@ def evaluate_spec(spec: Any, sweep: dict[str, Any], config: ExperimentConfig) ->
         models=[spec], task=sweep["task"], task_options=dict(sweep["task_options"]), shots=list(sweep["shots"]),
         split=sweep["split"], limit=sweep["items"], max_new_tokens=sweep["max_new_tokens"],
         batch_size=sweep["batch_size"], backend=sweep["backend"], dtype=sweep["dtype"], progress=config.progress,
-        chat_format=sweep.get("chat_format"),
+        chat_format=sweep.get("chat_format"), **sweep.get("tools", {}),
     )
     if sweep["decoding"] == "published":
         eval_config.decoding = "published"
