@@ -145,3 +145,12 @@ def test_rlvr_list_is_plain_text_one_line_per_entry(capsys):
     assert "31.5% -> 77.0% on 200 held-out test items" in next(line for line in recipes if "cpu-default" in line)
     rewards = out.split("rewards:\n")[1].splitlines()
     assert next(line for line in rewards if line.split()[:1] == ["closeness"]).endswith("(default weight 0.5).")
+
+
+def test_rlvr_list_tools_names_the_built_in_tools_without_starting_a_sandbox(capsys, monkeypatch):
+    from rlvr.tools import python_tool
+
+    monkeypatch.setattr(python_tool, "make_python_tool", lambda *a, **k: pytest.fail("python tool built"))
+    assert main(["list", "tools"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tools:\n  calculator  built in  Exact arithmetic") and "\n  python      built in  Run" in out

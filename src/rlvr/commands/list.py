@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-KINDS = ["recipes", "tasks", "rewards"]
+KINDS = ["recipes", "tasks", "rewards", "tools"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "under the entry-point groups rlvr.tasks and rlvr.rewards, with where each comes from. Any "
         "'module:name' or 'path/to/file.py:name' works too, without being listed.",
     )
-    parser.add_argument("what", nargs="?", choices=KINDS, help="only recipes, only tasks or only rewards")
+    parser.add_argument("what", nargs="?", choices=KINDS, help="only recipes, tasks, rewards or tools")
     parser.set_defaults(func=run)
 
 
@@ -26,6 +26,8 @@ def rows(kind: str) -> list[tuple[str, str, str]]:
     recipe can name."""
     if kind == "recipes":
         return recipe_rows()
+    if kind == "tools":
+        return tool_rows()
     from rlvr.plugins import REWARD_GROUP, TASK_GROUP, plugins
     from rlvr.rewards import REWARDS
     from rlvr.tasks import TASKS
@@ -37,6 +39,19 @@ def rows(kind: str) -> list[tuple[str, str, str]]:
         if name in registry:
             where += ", shadowed by the built-in of that name"
         out.append((name, where, ""))
+    return out
+
+
+def tool_rows() -> list[tuple[str, str, str]]:
+    """The built-in tools a recipe's ``task.tools`` can name, each with the line the model reads about it."""
+    from rlvr.tools.specs import TOOLS, build_tools, parse_tool_specs
+
+    out = []
+    for name in TOOLS.names():
+        doc = "Run a Python snippet in the code sandbox and return what it prints." if name == "python" else None
+        if doc is None:  # the python tool starts a sandbox when built: described without building it
+            doc = _summary(build_tools(parse_tool_specs([name]))[0])
+        out.append((name, "built in", doc))
     return out
 
 
@@ -89,5 +104,7 @@ def _own(kind: str) -> str:
     if kind == "recipes":
         return ("or your own file: rlvr train my-recipe.yaml, which can build on one of these (base: cpu-default); "
                 "the keyword rounds of BENCHMARKS.md ran recipes in the repository's benchmarks/recipes/")
+    if kind == "tools":
+        return "or your own by import path in task.tools: my_tools.py:lookup (docs/tools.md)"
     own = "mypkg.tasks:MyTask or my_task.py:MyTask" if kind == "tasks" else "mypkg.rewards:fn or my_rewards.py:fn"
     return f"or your own by import path: {own}"
