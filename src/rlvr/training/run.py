@@ -165,6 +165,10 @@ def build_trainer(recipe: Recipe, quiet: bool = False) -> Any:
             print(parts.line(), flush=True)
             print(precision.line(), flush=True)
             print(trainer.shared_prompt.line(), flush=True)
+            if parts.tools:  # which path tool turns take (TRL's loop; rlvr's decoding and loss carry them)
+                print(f"rlvr: tools: TRL's tool loop runs {', '.join(parts.tool_names)}; each turn after a reply is "
+                      f"decoded like the first (the conversation so far as its prompt), and the replies are masked "
+                      f"out of the loss (TRL's tool_mask, kept by the loss pieces)", flush=True)
     if precision.warning and trainer.accelerator.is_main_process:
         print(f"rlvr: warning: {precision.warning}", file=sys.stderr, flush=True)
     EvalCallback.install(trainer, recipe, task)  # validation diagnostics when run.eval_items > 0
