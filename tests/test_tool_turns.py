@@ -115,12 +115,12 @@ def test_the_turn_limit_is_trls_own_setting():
 
 def test_required_without_tools_is_one_line():
     with pytest.raises(RlvrError, match="needs task.tools"):
-        build_parts(recipe(tool_choice="required")).tool_names
+        build_parts(recipe(tool_choice="required"))
 
 
 def test_an_unknown_tool_choice_is_one_line():
     with pytest.raises(RlvrError, match="auto, required"):
-        build_parts(recipe(tools=["calculator"], tool_choice="always")).tool_names
+        build_parts(recipe(tools=["calculator"], tool_choice="always"))
 
 
 # ------------------------------------------------------------------ evaluation, turn by turn

@@ -58,6 +58,7 @@ class RunParts:
     task_load_timeout: float | None
     sandbox_allow_weaker: bool
     sampling: dict[str, Any]  # SAMPLING_FIELDS: the recipe's grpo value, else TRL's default
+    tool_specs: list[Any]  # task.tools, checked (rlvr.tools.specs.ToolSpec); built by :attr:`tools` when asked
 
     @property
     def seed(self) -> int:
@@ -95,14 +96,6 @@ class RunParts:
         return line
 
     # ------------------------------------------------------------------ tools (task.tools)
-
-    @functools.cached_property
-    def tool_specs(self) -> list[Any]:
-        from rlvr.tools.specs import parse_tool_specs
-        from rlvr.tools.task_tools import check_tool_choice
-
-        check_tool_choice(self.recipe.tool_choice, bool(self.recipe.tools))
-        return parse_tool_specs(self.recipe.tools) if self.recipe.tools else []
 
     @property
     def tool_names(self) -> list[str]:
@@ -181,7 +174,11 @@ class RunParts:
 def build_parts(recipe: Recipe) -> RunParts:
     """The parts of ``recipe``, resolved (cheap: nothing is loaded until asked for)."""
     run = recipe.run
+    from rlvr.tools.specs import parse_tool_specs
+    from rlvr.tools.task_tools import check_tool_choice
+
     sampling = {name: grpo_value(recipe.grpo, name) for name in SAMPLING_FIELDS}
+    check_tool_choice(recipe.tool_choice, bool(recipe.tools))
     return RunParts(
         recipe=recipe,
         chat_format=recipe.model.chat_format or None,
@@ -189,6 +186,7 @@ def build_parts(recipe: Recipe) -> RunParts:
         task_load_timeout=run.task_load_timeout or None,
         sandbox_allow_weaker=bool(run.sandbox_allow_weaker),
         sampling=sampling,
+        tool_specs=parse_tool_specs(recipe.tools) if recipe.tools else [],
     )
 
 

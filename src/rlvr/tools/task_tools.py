@@ -13,7 +13,6 @@ from typing import Any
 
 from rlvr.errors import RlvrError
 
-
 TOOL_CHOICES = ("auto", "required")
 #: A tool-calling turn's opening under the Hermes format (and Qwen's): what ``tool_choice: required`` writes for the
 #: model at the start of its first turn, as OpenAI's and Anthropic's APIs force a call.
