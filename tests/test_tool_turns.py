@@ -248,11 +248,10 @@ def test_an_evaluation_with_tools_loads_items_whose_exemplars_call_them():
 def test_the_probe_counts_calls_and_right_answers_after_a_call():
     from types import SimpleNamespace
 
-    from rlvr.training.probe import probe_tool_use
+    from rlvr.tools.stats import probe_tool_use
 
     sampled = [[Generation("a", 1, True, {"tool_calls": 1}), Generation("b", 1, True, {"tool_calls": 0})]]
-    judged = SimpleNamespace(sampled=[[SimpleNamespace(correct=True), SimpleNamespace(correct=True)]])
-    stats = probe_tool_use(sampled, judged)
+    stats = probe_tool_use(sampled, [[SimpleNamespace(correct=True), SimpleNamespace(correct=True)]])
     assert stats["used_share"] == 0.5 and stats["right_after_a_call"] == 1 and stats["completions"] == 2
 
 

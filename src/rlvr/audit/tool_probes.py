@@ -86,3 +86,15 @@ def _reply(tool: str, content: str) -> dict[str, Any]:
 def _say(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
+
+
+def with_tool_probes(name: str, probe_set: ProbeSet, tools: list[str]) -> ProbeSet:
+    """``probe_set`` plus the tool hacks when the recipe has tools; a task whose probes have no answer line keeps
+    its own, said in one line (``rlvr reward audit``)."""
+    if not tools:
+        return probe_set
+    try:
+        return tool_probe_set(probe_set, tools)
+    except RlvrError as error:
+        print(f"no tool probes for {name}: {error}")
+        return probe_set

@@ -121,6 +121,7 @@ def run_audit(args: argparse.Namespace) -> int:
     from rlvr.audit.probe_sets import PROBE_SETS
     from rlvr.audit.report import render_table, verdict
     from rlvr.audit.runner import audit
+    from rlvr.audit.tool_probes import with_tool_probes
     from rlvr.config import load_recipe
     from rlvr.rewards import REWARDS
     from rlvr.rewards.base import reward_weights
@@ -159,7 +160,7 @@ def run_audit(args: argparse.Namespace) -> int:
                 continue
             if any(_judges_per_item(spec) for spec in specs):
                 probe_set = _keyword_item_probes(recipe)
-        probe_set = _with_tool_probes(name, probe_set, tools)
+        probe_set = with_tool_probes(name, probe_set, tools)
         missing = sorted({spec["name"] for spec in specs if not _available(spec["name"])})
         if missing:
             print(f"skipping {name}: reward {', '.join(repr(m) for m in missing)} is not registered in this "
@@ -205,6 +206,7 @@ def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any, tools: li
     from rlvr.audit.probe_sets import PROBE_SETS, answer_line_probes
     from rlvr.audit.report import render_table, verdict
     from rlvr.audit.runner import audit
+    from rlvr.audit.tool_probes import with_tool_probes
     from rlvr.tasks import get_task, task_class
     from rlvr.tasks.answer_line import AnswerLineTask
 
@@ -220,26 +222,12 @@ def _audit_answer_line_task(name: str, recipe: Any, grpo_weights: Any, tools: li
     task = get_task(name, recipe.task_options)
     specs = recipe.rewards or None
     funcs = task.reward_functions(specs)
-    probe_set = _with_tool_probes(name, answer_line_probes(task), tools)
+    probe_set = with_tool_probes(name, answer_line_probes(task), tools)
     result = audit(probe_set, funcs, task.reward_weights(specs, grpo_weights))
     print(f"reward audit: {name} ({', '.join(f.__name__ for f in funcs)})")
     print(render_table(result))
     print(verdict(result) + "\n")
     return result
-
-
-def _with_tool_probes(name: str, probe_set: Any, tools: list[str]) -> Any:
-    """``probe_set`` with the tool probes (chats from TRL's tool loop) when the recipe gives the model tools; a task
-    whose probes have no answer line keeps its own, said in one line."""
-    from rlvr.audit.tool_probes import tool_probe_set
-
-    if not tools:
-        return probe_set
-    try:
-        return tool_probe_set(probe_set, tools)
-    except RlvrError as error:
-        print(f"no tool probes for {name}: {error}")
-        return probe_set
 
 
 def _available(name: str) -> bool:

@@ -78,11 +78,9 @@ class EvalConfig:
 
     def with_tools(self, task: Any) -> Any:
         """``task`` as the model with :attr:`tools` sees it (itself without tools)."""
-        if not self.tools:
-            return task
         from rlvr.tools.task_tools import TaskWithTools
 
-        return TaskWithTools(task, self.tool_callables, self.tool_choice)
+        return TaskWithTools(task, self.tool_callables, self.tool_choice) if self.tools else task
 
     @property
     def tool_callables(self) -> list[Any]:
@@ -157,13 +155,11 @@ def make_backend(name: str, spec: ModelSpec, config: EvalConfig, task: Any) -> t
     published = config.decoding == "published"
     stops, strings = ([], ()) if published else (task.stop_patterns, task.stop_strings)
     backend = HFBackend(model, tokenizer, stops, config.batch_size, config.compact_batches, strings)
-    if not config.tools:
-        return backend, path
-    from rlvr.tool_template import fit_tool_template
-    from rlvr.tools.turns import ToolBackend
+    if config.tools:  # conversations with the tools, the tool template on the tokenizer (rlvr.tools.turns)
+        from rlvr.tools.turns import with_tools
 
-    fit_tool_template(tokenizer, config.tool_template)
-    return ToolBackend(backend, config.tool_callables, config.tool_turns, task.opener), path
+        backend = with_tools(backend, config.tool_callables, config.tool_turns, task.opener, config.tool_template)
+    return backend, path
 
 
 # ----------------------------------------------------------------------------- the whole evaluation

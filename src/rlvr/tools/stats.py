@@ -54,3 +54,15 @@ def tool_batch_metrics(batch: dict[str, Any], tokenizer: Any, max_turns: int) ->
     return {"tools/used_share": sum(1 for r, _ in rows if r) / n,
             "tools/turns_per_completion": sum(r for r, _ in rows) / n,
             "tools/cut_by_turn_limit_share": sum(1 for _, cut in rows if cut) / n}
+
+
+def probe_tool_use(sampled: list[list[Any]], outcomes: list[list[Any]]) -> dict[str, Any]:
+    """The base model's tool use in ``rlvr probe``'s sampled generations (``.extra`` from rlvr.tools.turns), with
+    their outcomes (``.correct``): how often it calls, and how many calls end in a right answer (none: GRPO has no
+    right call to reinforce)."""
+    records = [{**(x.extra or {}), "correct": o.correct}
+               for group, judged in zip(sampled, outcomes, strict=True) for x, o in zip(group, judged, strict=True)]
+    stats = tool_use_stats(records)
+    stats["right_after_a_call"] = sum(1 for r in records if r.get("tool_calls") and r["correct"])
+    stats["completions"] = len(records)
+    return stats

@@ -112,6 +112,15 @@ class ToolBackend:
         return Generation(final.text, conversation.used, final.stopped, extra)
 
 
+def with_tools(backend: Any, tools: Sequence[Callable[..., Any]], max_turns: int, opener: str = "",
+               template: str = "auto") -> ToolBackend:
+    """``backend`` decoding conversations with ``tools``, its tokenizer given a template that renders them."""
+    from rlvr.tool_template import fit_tool_template
+
+    fit_tool_template(backend.tokenizer, template)
+    return ToolBackend(backend, tools, max_turns, opener)
+
+
 def tool_suffix(tokenizer: Any, replies: list[dict[str, Any]]) -> str:
     """The text after a tool-calling turn's EOS up to the next assistant turn: TRL's ``_get_tool_suffix_ids``."""
     call = [{"type": "function", "function": {"name": replies[0]["name"], "arguments": {}}}]

@@ -251,22 +251,11 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
                        "gold_readable": GOLD_READABLE},
     }
     if getattr(task, "tools", None):
-        info["tools"] = probe_tool_use(sampled, judged)
+        from rlvr.tools.stats import probe_tool_use
+
+        info["tools"] = probe_tool_use(sampled, judged.sampled)
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False)), easier_start(task, recipe)), info,
                  item_records(task, rows, judged))
-
-
-def probe_tool_use(sampled: Sequence[Sequence[Any]], judged: Judged) -> dict[str, Any]:
-    """The base model's tool use in its sampled completions: how often it calls, and whether a call ever ends in
-    a right answer (:func:`rlvr.tools.stats.tool_use_stats`, plus that count)."""
-    from rlvr.tools.stats import tool_use_stats
-
-    records = [{**(x.extra or {}), "correct": o.correct}
-               for group, outcomes in zip(sampled, judged.sampled, strict=True) for x, o in zip(group, outcomes, strict=True)]
-    stats = tool_use_stats(records)
-    stats["right_after_a_call"] = sum(1 for r in records if r.get("tool_calls") and r["correct"])
-    stats["completions"] = len(records)
-    return stats
 
 
 def before_training(trainer: Any, recipe: Any) -> dict[str, Any] | None:
