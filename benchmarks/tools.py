@@ -3,8 +3,9 @@
 For each recipe and seed: ``rlvr train RECIPE --set grpo.seed=S`` under ``/usr/bin/time -v`` (wall clock and peak
 memory), one job at a time unless ``--jobs 2`` (then each gets one OpenMP thread), and a table from each run's
 ``summary.json``: the base model without the tool, the base with it, the trained model with it, the trained model
-against both (points, now right / now wrong, McNemar p), the share of answers that called the tool, the constant
-answer, minutes and peak GB.
+against both (points, now right / now wrong, McNemar p), the base without the tool judged by its last number alone
+(its strict 0% can be format, not arithmetic) and the trained model against that, the share of answers that called
+the tool, the constant answer, minutes and peak GB.
 
     python benchmarks/tools.py --output-dir outputs/tools --seeds 42,1,2 calculator-cpu-smollm2
     python benchmarks/tools.py --output-dir outputs/tools --seeds 42 benchmarks/recipes/tools-python-lcm.yaml
@@ -53,6 +54,36 @@ def timing(where: Path) -> tuple[float | None, float | None]:
     return minutes, (int(peak.group(1)) * 1024 / 1e9 if peak else None)
 
 
+def last_number_right(record: dict) -> bool:
+    """The completion's last number equals the gold answer: the base without the tool judged on its answer alone,
+    whatever its format (a strict 0% can be a format failure: 'The answer is 2835.' has no answer line)."""
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", str(record.get("completion", "")).replace(",", ""))
+    return bool(numbers) and numbers[-1] == str(record.get("ground_truth", "")).replace(",", "")
+
+
+def _records(path: Path, step: int | None = None) -> dict[str, dict]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    step = max(r["step"] for r in rows) if step is None else step
+    return {r["id"]: r for r in rows if r["step"] == step}
+
+
+def lenient_comparison(where: Path) -> str:
+    """The base without the tool by its last number, and the trained model with it (strict) against that."""
+    from rlvr.evaluation.stats import mcnemar_exact, paired_counts
+
+    try:
+        base = _records(where / "test_without_tool_samples.jsonl", 0)
+        trained = _records(where / "test_samples.jsonl")
+    except (OSError, ValueError):
+        return "- | -"
+    ids = [i for i in base if i in trained]
+    first = [last_number_right(base[i]) for i in ids]
+    _, now_wrong, now_right, _ = paired_counts(first, [bool(trained[i]["correct"]) for i in ids])
+    gain = (now_right - now_wrong) / max(1, len(ids))
+    return (f"{sum(first) / max(1, len(ids)):.1%} | {gain * 100:+.1f} ({now_right}/{now_wrong}, "
+            f"p {mcnemar_exact(now_wrong, now_right):.2g})")
+
+
 def row(recipe: str, seed: int, where: Path) -> str:
     try:
         test = json.loads((where / "summary.json").read_text(encoding="utf-8"))["test"]
@@ -62,7 +93,8 @@ def row(recipe: str, seed: int, where: Path) -> str:
     minutes, peak = timing(where)
     constant = test.get("constant_answer") or {}
     used = (after.get("tools") or {}).get("used_share")
-    return (f"| {Path(recipe).stem} | {seed} | {without['base']['accuracy']:.1%} | {before['accuracy']:.1%} | "
+    return (f"| {Path(recipe).stem} | {seed} | {without['base']['accuracy']:.1%} | {lenient_comparison(where)} | "
+            f"{before['accuracy']:.1%} | "
             f"{after['accuracy']:.1%} | **{without['gain'] * 100:+.1f}** ({without['now_right']}/{without['now_wrong']}, "
             f"p {without['mcnemar_p']:.2g}) | {test['gain'] * 100:+.1f} ({test['now_right']}/{test['now_wrong']}, "
             f"p {test['mcnemar_p']:.2g}) | {_pct(used)} | {_pct(constant.get('accuracy'))} | "
@@ -77,9 +109,10 @@ def _num(value: float | None, form: str) -> str:
     return "-" if value is None else format(value, form)
 
 
-HEADER = ("| recipe | seed | base, no tool | base, tool | trained, tool | trained+tool vs base no tool | "
-          "trained vs base, both with the tool | trained answers that called the tool | constant answer | "
-          "minutes | peak GB |\n|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| recipe | seed | base, no tool | base, no tool, last number | trained+tool vs that | base, tool | "
+          "trained, tool | trained+tool vs base no tool | trained vs base, both with the tool | "
+          "trained answers that called the tool | constant answer | minutes | peak GB |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main() -> int:
