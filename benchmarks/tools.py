@@ -57,8 +57,9 @@ def timing(where: Path) -> tuple[float | None, float | None]:
 def last_number_right(record: dict) -> bool:
     """The completion's last number equals the gold answer: the base without the tool judged on its answer alone,
     whatever its format (a strict 0% can be a format failure: 'The answer is 2835.' has no answer line)."""
-    numbers = re.findall(r"-?\d+(?:\.\d+)?", str(record.get("completion", "")).replace(",", ""))
-    return bool(numbers) and numbers[-1] == str(record.get("ground_truth", "")).replace(",", "")
+    text = str(record.get("completion", "")).replace(",", "")
+    numbers = re.findall(r"-?0x[0-9a-fA-F]+|-?\d+(?:\.\d+)?", text)  # hexadecimal too (bitwise_arithmetic)
+    return bool(numbers) and numbers[-1].lower() == str(record.get("ground_truth", "")).replace(",", "").lower()
 
 
 def _records(path: Path, step: int | None = None) -> dict[str, dict]:

@@ -263,3 +263,20 @@ def test_rlvr_experiment_evaluates_both_models_with_the_runs_tools(tmp_path):
     assert sweep["tools"] == {"tools": ["calculator"], "tool_choice": "required", "tool_turns": 2,
                               "tool_template": "auto"}
     assert "tools" not in sweep_settings(ExperimentConfig(recipe(), tmp_path, shots=[1], items=2), recipe())
+
+
+def test_the_probe_says_required_opens_the_call_when_the_base_never_calls():
+    from types import SimpleNamespace
+
+    from rlvr.training.probe_render import table
+
+    figures = SimpleNamespace(group_size=8, items=1, greedy_accuracy=0.0, greedy_format_rate=0.0, pass_at_1=0.0,
+                              pass_at_g=0.0, format_rate=0.0, mean_tokens=9.0, max_tokens=96, truncated=0.0,
+                              stopped_at_answer=0.0, ended_eos=1.0, groups_all_right=0.0, groups_all_wrong=1.0,
+                              zero_variance=1.0, zero_variance_all_right=0.0, zero_variance_all_wrong=1.0,
+                              zero_variance_other=0.0, flags={}, constant=None, answer_in_prompt=None, chance=None)
+    tools = {"used_share": 0.0, "right_after_a_call": 0, "completions": 8, "tool_choice": "auto"}
+    result = SimpleNamespace(figures=figures, info={"tools": tools}, verdict=SimpleNamespace(line=lambda: "too hard"))
+    assert "task.tool_choice: required opens the call for it" in table(result)
+    tools["tool_choice"] = "required"
+    assert "tool_choice: required" not in table(result)

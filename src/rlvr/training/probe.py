@@ -253,7 +253,7 @@ def probe(model: Any, tokenizer: Any, task: Any, recipe: Any, rows: Sequence[dic
     if getattr(task, "tools", None):
         from rlvr.tools.stats import probe_tool_use
 
-        info["tools"] = probe_tool_use(sampled, judged.sampled)
+        info["tools"] = {**probe_tool_use(sampled, judged.sampled), "tool_choice": task.tool_choice}
     return Probe(figures, verdict(figures, bool(getattr(task, "chat", False)), easier_start(task, recipe)), info,
                  item_records(task, rows, judged))
 

@@ -39,7 +39,9 @@ def table(result: Probe) -> str:
     if tools:
         lines.append(f"  tool calls                {pct(tools['used_share'])} of sampled completions call a tool; "
                      f"{tools['right_after_a_call']} of {tools['completions']} end right after a call"
-                     + ("" if tools["right_after_a_call"] else " (none: GRPO has no right call to reinforce)"))
+                     + ("" if tools["right_after_a_call"] else " (none: GRPO has no right call to reinforce"
+                        + ("; task.tool_choice: required opens the call for it)" if not tools["used_share"]
+                           and tools.get("tool_choice") == "auto" else ")")))
     lines.append(f"  verdict                   {result.verdict.line()}")
     return "\n".join(lines)
 
