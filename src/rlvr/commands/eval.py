@@ -117,7 +117,7 @@ def build_config(args: argparse.Namespace):  # noqa: ANN201
     apply_user_code_options(args, settings.limits if settings is not None else None)
     given = {"task": args.task, "task_options": options, "models": args.model, "limit": args.limit,
              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "dtype": args.dtype,
-             "no_tools": args.no_tools}
+             "no_tools": getattr(args, "no_tools", False)}  # a Namespace built without the flag: the run's tools
     if args.decoding == "published" and args.max_new_tokens is None:  # the published limit, not the run's
         given["max_new_tokens"] = PUBLISHED_MAX_NEW_TOKENS
     values, taken = merge(settings, given)
