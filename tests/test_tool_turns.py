@@ -280,3 +280,13 @@ def test_the_probe_says_required_opens_the_call_when_the_base_never_calls():
     assert "task.tool_choice: required opens the call for it" in table(result)
     tools["tool_choice"] = "required"
     assert "tool_choice: required" not in table(result)
+
+
+def test_the_run_report_states_the_base_model_without_the_tool():
+    from rlvr.training.report_evaluations import _verdict_table
+
+    test = {"items": 2, "before": {"n": 2, "accuracy": 0.5, "ci95": [0.1, 0.9]},
+            "after": {"n": 2, "accuracy": 1.0, "ci95": [0.3, 1.0]}, "gain": 0.5, "now_right": 1, "now_wrong": 0,
+            "without_tool": {"base": {"accuracy": 0.0}, "gain": 1.0, "now_right": 2, "now_wrong": 0, "mcnemar_p": 0.5}}
+    html = _verdict_table(test)
+    assert "without the tool the base model scored 0.0%" in html and "2 now right, 0 now wrong" in html

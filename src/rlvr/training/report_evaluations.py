@@ -85,6 +85,11 @@ def _verdict_table(test: dict[str, Any]) -> str:
         facts.append(f"{escape(name)}: {flag['now_yes']} now yes, {flag['now_no']} now no; McNemar exact p = {flag['mcnemar_p']:.3g}")
     if "score_gain" in test:
         facts.append(f"mean score {test['score_gain']:+.3f}, paired Wilcoxon p = {test['score_wilcoxon_p']:.3g}")
+    other = test.get("without_tool")
+    if other:  # task.tools: the base model without its tool, on the same items
+        facts.append(f"without the tool the base model scored {other['base']['accuracy']:.1%}; trained with the tool "
+                     f"against it {other['gain']:+.1%} ({other['now_right']} now right, {other['now_wrong']} now wrong; "
+                     f"McNemar exact p = {other['mcnemar_p']:.3g})")
     constant = test.get("constant_answer") or {}
     if constant.get("kind") == FIXED_COMPLETION:  # one fixed completion judged on every item (no single gold answer)
         facts.append(escape(constant_line(constant)))
