@@ -153,6 +153,8 @@ def main() -> None:
     parser.add_argument("--adapter", required=True, help="a trained adapter of the default (RUN/adapter)")
     parser.add_argument("--batches", type=int, default=6, help="rollout batches per way (default 6)")
     args = parser.parse_args()
+    if not (Path(args.adapter) / "adapter_config.json").is_file():
+        parser.error(f"{args.adapter} is not a LoRA adapter directory (no adapter_config.json): give a run's adapter/")
     from rlvr.evaluation.decoding import sampling_warpers
 
     recipe, path, tokenizer, batches = rollout_batches(args.batches)
